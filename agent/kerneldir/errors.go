@@ -1,0 +1,12 @@
+package kerneldir
+
+import "errors"
+
+// Sentinel errors.
+var (
+	// ErrInvalid marks a kernel dir that cannot be used as it is; the message
+	// names the file and what to change.
+	ErrInvalid = errors.New("invalid kernel dir")
+	// ErrNoPython: no Python interpreter to run the static check.
+	ErrNoPython = errors.New("no Python interpreter")
+)

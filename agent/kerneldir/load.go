@@ -1,0 +1,280 @@
+package kerneldir
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kagent-dev/kagent/platform/worker/harness"
+)
+
+// File names of a kernel dir.
+const (
+	ProblemFile = "problem.py"
+	InputFile   = "input.py"  // KernelAgent's name for the starting kernel
+	KernelFile  = "kernel.py" // the same, by another name
+	TestFile    = "test.py"
+	OptionsFile = "kagent.yaml"
+)
+
+// LoadOptions tunes Load.
+type LoadOptions struct {
+	// Python runs the static check (only the standard library is needed).
+	Python string
+	// CacheDir receives the harness ("" = harness.CacheDir()).
+	CacheDir string
+	// RequireKernel: the dir must hold input.py or kernel.py (false for
+	// `kagent generate`, which writes one).
+	RequireKernel bool
+}
+
+// Load reads and statically checks the kernel dir at dir. Every error names the
+// file at fault and what to change.
+func Load(ctx context.Context, dir string, o LoadOptions) (*Task, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("kernel dir %s: %w", dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s does not exist", ErrInvalid, dir)
+		}
+		return nil, fmt.Errorf("kernel dir %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is a file; --kernel-dir takes the folder holding problem.py", ErrInvalid, dir)
+	}
+	t := &Task{Dir: abs, Name: filepath.Base(abs)}
+	rel := func(name string) string { return filepath.Join(dir, name) }
+
+	t.ProblemPath = filepath.Join(abs, ProblemFile)
+	src, err := os.ReadFile(t.ProblemPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s not found (the PyTorch reference: class Model, get_inputs(), get_init_inputs())", ErrInvalid, rel(ProblemFile))
+		}
+		return nil, fmt.Errorf("%s: %w", rel(ProblemFile), err)
+	}
+	t.ProblemSource = string(src)
+
+	var kernels []string
+	for _, name := range []string{InputFile, KernelFile} {
+		if _, err := os.Stat(filepath.Join(abs, name)); err == nil {
+			kernels = append(kernels, name)
+		}
+	}
+	switch {
+	case len(kernels) > 1:
+		return nil, fmt.Errorf("%w: %s holds both input.py and kernel.py; keep the starting kernel in one of them", ErrInvalid, dir)
+	case len(kernels) == 1:
+		t.KernelPath = filepath.Join(abs, kernels[0])
+		b, err := os.ReadFile(t.KernelPath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel(kernels[0]), err)
+		}
+		t.KernelSource = string(b)
+	case o.RequireKernel:
+		return nil, fmt.Errorf("%w: %s has no input.py (or kernel.py) holding the Triton kernel to optimize; `kagent generate` can write a first one", ErrInvalid, dir)
+	}
+	if _, err := os.Stat(filepath.Join(abs, TestFile)); err == nil {
+		t.TestPath = filepath.Join(abs, TestFile)
+	}
+	if err := loadOptions(t, rel(OptionsFile)); err != nil {
+		return nil, err
+	}
+	if t.Options.Name != "" {
+		t.Name = t.Options.Name
+	}
+	if err := staticCheck(ctx, t, dir, o); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func loadOptions(t *Task, shown string) error {
+	p := filepath.Join(t.Dir, OptionsFile)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
+	}
+	t.OptionsPath = p
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&t.Options); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s", ErrInvalid, yamlMessage(shown, err))
+	}
+	return validateOptions(t.Options, shown)
+}
+
+func validateOptions(o Options, shown string) error {
+	var errs []string
+	switch o.DType {
+	case "", "fp32", "fp16", "bf16":
+	default:
+		errs = append(errs, fmt.Sprintf("dtype %q is not one of fp32, fp16, bf16", o.DType))
+	}
+	switch o.TF32 {
+	case "", "allow", "forbid":
+	default:
+		errs = append(errs, fmt.Sprintf("tf32 %q is not allow or forbid", o.TF32))
+	}
+	if o.ATol != nil && *o.ATol < 0 || o.RTol != nil && *o.RTol < 0 {
+		errs = append(errs, "atol and rtol must not be negative")
+	}
+	for i, s := range o.Shapes {
+		if len(s) == 0 {
+			errs = append(errs, fmt.Sprintf("shapes[%d] is empty: give module-level constants to override, e.g. {batch_size: 4}", i))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, shown, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// yamlMessage formats a yaml.v3 error as "FILE:LINE: message".
+func yamlMessage(file string, err error) string {
+	var te *yaml.TypeError
+	msgs := []string{err.Error()}
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	var out []string
+	for _, m := range msgs {
+		m = strings.TrimPrefix(m, "yaml: ")
+		var line int
+		var rest string
+		if n, _ := fmt.Sscanf(m, "line %d:", &line); n == 1 {
+			rest = strings.TrimSpace(m[strings.Index(m, ":")+1:])
+			if f, ok := strings.CutPrefix(rest, "field "); ok {
+				if name, _, ok := strings.Cut(f, " not found"); ok {
+					rest = fmt.Sprintf("unknown key %q (known: name, dtype, atol, rtol, tf32, allow_inplace, atomics, shapes)", name)
+				}
+			}
+			out = append(out, fmt.Sprintf("%s:%d: %s", file, line, rest))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s", file, m))
+	}
+	return strings.Join(out, "; ")
+}
+
+// checkReport is kdir_check.py's output.
+type checkReport struct {
+	Files map[string]struct {
+		Error     *string  `json:"error"`
+		Line      *int     `json:"line"`
+		Classes   []string `json:"classes"`
+		Functions []string `json:"functions"`
+		TritonJIT []string `json:"triton_jit"`
+	} `json:"files"`
+}
+
+// staticCheck parses the Python files (without importing them) and checks that
+// they define what kagent calls.
+func staticCheck(ctx context.Context, t *Task, shownDir string, o LoadOptions) error {
+	cache := o.CacheDir
+	if cache == "" {
+		cache = harness.CacheDir()
+	}
+	hdir, err := harness.Install(cache)
+	if err != nil {
+		return err
+	}
+	py := o.Python
+	if py == "" {
+		py = "python3"
+	}
+	files := []string{t.ProblemPath}
+	if t.KernelPath != "" {
+		files = append(files, t.KernelPath)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	script := filepath.Join(hdir, harness.Package, "kdir_check.py")
+	cmd := exec.CommandContext(ctx, py, append([]string{script}, files...)...)
+	cmd.Dir = t.Dir
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) || errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %s not found; install Python 3 or set KAGENT_PYTHON", ErrNoPython, py)
+		}
+		return fmt.Errorf("check kernel dir: %s failed: %v: %s", py, err, lastLine(stderr.String()))
+	}
+	var rep checkReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return fmt.Errorf("check kernel dir: unreadable report from %s: %w", py, err)
+	}
+	shown := func(p string) string { return filepath.Join(shownDir, filepath.Base(p)) }
+	for _, p := range files {
+		f := rep.Files[p]
+		if f.Error != nil {
+			if f.Line != nil {
+				return fmt.Errorf("%w: %s:%d: %s", ErrInvalid, shown(p), *f.Line, *f.Error)
+			}
+			return fmt.Errorf("%w: %s: %s", ErrInvalid, shown(p), *f.Error)
+		}
+	}
+	prob := rep.Files[t.ProblemPath]
+	var missing []string
+	if !containsStr(prob.Classes, "Model") {
+		missing = append(missing, "class Model")
+	}
+	for _, fn := range []string{"get_inputs", "get_init_inputs"} {
+		if !containsStr(prob.Functions, fn) {
+			missing = append(missing, fn+"()")
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s: missing %s (KernelBench form: class Model(nn.Module), get_inputs(), get_init_inputs())", ErrInvalid, shown(t.ProblemPath), strings.Join(missing, ", "))
+	}
+	if t.KernelPath == "" {
+		return nil
+	}
+	k := rep.Files[t.KernelPath]
+	switch {
+	case containsStr(k.Classes, "ModelNew"):
+		t.Entry = EntryModelNew
+	case containsStr(k.Functions, "kernel_function"):
+		t.Entry = EntryKernelFunction
+	default:
+		return fmt.Errorf("%w: %s: defines neither kernel_function nor class ModelNew; kagent calls kernel_function(*inputs, *init_inputs) or ModelNew(*init_inputs)(*inputs)", ErrInvalid, shown(t.KernelPath))
+	}
+	return nil
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

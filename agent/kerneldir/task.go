@@ -1,0 +1,41 @@
+// Package kerneldir loads and checks a kernel dir: the PyTorch problem, the
+// Triton kernel that replaces it, an optional user test and optional settings.
+package kerneldir
+
+// Entry is how a kernel file is called.
+type Entry string
+
+// Entry points a kernel file may define.
+const (
+	EntryModelNew       Entry = "ModelNew"        // class ModelNew, built like Model, weights from Model's state_dict
+	EntryKernelFunction Entry = "kernel_function" // kernel_function(*inputs, *init_inputs)
+)
+
+// Options are the settings of kagent.yaml.
+type Options struct {
+	Name         string           `yaml:"name" json:"name,omitempty"`
+	DType        string           `yaml:"dtype" json:"dtype,omitempty"` // fp32 | fp16 | bf16; "" keeps the problem's dtypes
+	ATol         *float64         `yaml:"atol" json:"atol,omitempty"`
+	RTol         *float64         `yaml:"rtol" json:"rtol,omitempty"`
+	TF32         string           `yaml:"tf32" json:"tf32,omitempty"` // allow | forbid
+	AllowInplace bool             `yaml:"allow_inplace" json:"allow_inplace,omitempty"`
+	Shapes       []map[string]any `yaml:"shapes" json:"shapes,omitempty"`
+	// Atomics declares that the kernel uses atomics, so two runs may differ
+	// within tolerance instead of bit for bit.
+	Atomics bool `yaml:"atomics" json:"atomics,omitempty"`
+}
+
+// Task is a loaded and checked kernel dir. Paths are absolute.
+type Task struct {
+	Dir         string
+	Name        string
+	ProblemPath string
+	KernelPath  string // input.py or kernel.py
+	TestPath    string // "" when there is no test.py
+	OptionsPath string // "" when there is no kagent.yaml
+	Entry       Entry
+	Options     Options
+	// ProblemSource and KernelSource are the files' contents at load time.
+	ProblemSource string
+	KernelSource  string
+}

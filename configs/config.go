@@ -1,0 +1,194 @@
+// Package configs holds kagent's configuration: one struct, layered as
+// defaults < YAML (an embedded strategy, ./configs/NAME.yaml or --config FILE)
+// < KAGENT_* environment < command-line flags, and validated before use.
+// The embedded strategy files live in strategies/.
+package configs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Strategy names.
+const (
+	StrategyGreedy = "greedy"
+	StrategyBeam   = "beam_search"
+	StrategyTune   = "tune"
+	StrategyNoop   = "noop"
+)
+
+// Config is everything a run can be told. YAML keys are KernelAgent's where it
+// has one, so its configs load unchanged.
+type Config struct {
+	Strategy       string         `yaml:"strategy"`
+	StrategyConfig StrategyConfig `yaml:"strategy_config"`
+	MaxRounds      int            `yaml:"max_rounds"`
+	// NumWorkers bounds how many candidates are evaluated at once (KernelAgent:
+	// worker processes; here the LLM and evaluation concurrency).
+	NumWorkers     int `yaml:"num_workers"`
+	RefineAttempts int `yaml:"refine_attempts"`
+
+	// Platform is the platform name ("" = auto-detect). KernelAgent's per-component
+	// map is accepted when every component names the same platform.
+	Platform       PlatformSetting   `yaml:"platform"`
+	TargetPlatform string            `yaml:"target_platform"`
+	PlatformKwargs map[string]string `yaml:"platform_kwargs"`
+	GPUName        string            `yaml:"gpu_name"`
+	SpecsFile      string            `yaml:"specs_file"`
+	NCUBinPath     string            `yaml:"ncu_bin_path"`
+	Python         string            `yaml:"python"`
+
+	BenchmarkWarmup     float64 `yaml:"benchmark_warmup"` // milliseconds of warm-up
+	BenchmarkRepeat     float64 `yaml:"benchmark_repeat"` // milliseconds of measurement
+	DivergenceThreshold float64 `yaml:"divergence_threshold"`
+	// MinImprovementPct and NoiseFactor decide promotion: a candidate replaces
+	// the best only if faster by more than MinImprovementPct and NoiseFactor x CV.
+	MinImprovementPct float64 `yaml:"min_improvement_pct"`
+	NoiseFactor       float64 `yaml:"noise_factor"`
+
+	Roofline RooflineConfig `yaml:"roofline"`
+	LLM      LLMConfig      `yaml:"llm"`
+	Budget   BudgetConfig   `yaml:"budget"`
+	Timeouts TimeoutConfig  `yaml:"timeouts"`
+
+	// Templates overrides prompt templates: name -> file, or "dir" -> a folder.
+	Templates map[string]string `yaml:"templates"`
+
+	// KernelAgent keys kagent accepts. OpenAIModel and HighReasoningEffort map
+	// onto llm.model and llm.reasoning_effort.
+	OpenAIModel             string         `yaml:"openai_model"`
+	HighReasoningEffort     *bool          `yaml:"high_reasoning_effort"`
+	SOLImprovementThreshold float64        `yaml:"sol_improvement_threshold"`
+	BottleneckOverride      string         `yaml:"bottleneck_override"`
+	UseRAG                  bool           `yaml:"use_rag"`
+	RooflineConfigKA        map[string]any `yaml:"roofline_config"`
+}
+
+// StrategyConfig is KernelAgent's strategy_config block.
+type StrategyConfig struct {
+	NumTopKernels    int `yaml:"num_top_kernels"`
+	NumBottlenecks   int `yaml:"num_bottlenecks"`
+	MaxNoImprovement int `yaml:"max_no_improvement"`
+}
+
+// RooflineConfig tunes the roofline analysis and the roofline stop rule.
+type RooflineConfig struct {
+	// ThresholdPct is the SOL at which a kernel counts as at the roofline
+	// (0 = the profiler's default: 95 with ncu, 85 with rocprof counters).
+	ThresholdPct float64 `yaml:"threshold_pct"`
+	// UnderutilizedPct: below this on both axes a kernel is latency-bound.
+	UnderutilizedPct float64 `yaml:"underutilized_pct"`
+	EarlyStop        *bool   `yaml:"early_stop"`
+}
+
+// LLMConfig selects and tunes the language model.
+type LLMConfig struct {
+	Provider        string        `yaml:"provider"` // openai | anthropic | google | bedrock
+	Model           string        `yaml:"model"`
+	BaseURL         string        `yaml:"base_url"`
+	APIKeyEnv       string        `yaml:"api_key_env"`
+	ReasoningEffort string        `yaml:"reasoning_effort"` // "", low, medium, high
+	Temperature     *float64      `yaml:"temperature"`
+	MaxConcurrency  int           `yaml:"max_concurrency"`
+	Timeout         time.Duration `yaml:"timeout"`
+	MaxRetries      int           `yaml:"max_retries"`
+	// Prices are USD per million tokens, for cost accounting.
+	PriceInPerM  float64 `yaml:"price_in_per_m"`
+	PriceOutPerM float64 `yaml:"price_out_per_m"`
+}
+
+// BudgetConfig caps a run's LLM spend. Zero means no cap.
+type BudgetConfig struct {
+	MaxCalls  int           `yaml:"max_calls"`
+	MaxTokens int           `yaml:"max_tokens"`
+	MaxUSD    float64       `yaml:"max_usd"`
+	MaxWall   time.Duration `yaml:"max_wall"`
+}
+
+// TimeoutConfig bounds each evaluation step.
+type TimeoutConfig struct {
+	Verify  time.Duration `yaml:"verify"`
+	Bench   time.Duration `yaml:"bench"`
+	Profile time.Duration `yaml:"profile"`
+	Load    time.Duration `yaml:"load"`
+}
+
+// PlatformSetting is a platform name, written in YAML either as a string or as
+// KernelAgent's per-component map ({verifier: nvidia, profiler: nvidia, ...}).
+type PlatformSetting string
+
+// UnmarshalYAML accepts a string or a map whose values all name one platform.
+func (p *PlatformSetting) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*p = PlatformSetting(strings.TrimSpace(n.Value))
+		return nil
+	case yaml.MappingNode:
+		names := map[string]bool{}
+		for i := 1; i < len(n.Content); i += 2 {
+			names[canonicalPlatform(n.Content[i].Value)] = true
+		}
+		if len(names) != 1 {
+			var list []string
+			for k := range names {
+				list = append(list, k)
+			}
+			sort.Strings(list)
+			return fmt.Errorf("line %d: platform components name different platforms (%s); kagent runs one platform per run: give one name", n.Line, strings.Join(list, ", "))
+		}
+		for k := range names {
+			*p = PlatformSetting(k)
+		}
+		return nil
+	}
+	return fmt.Errorf("line %d: platform must be a name (cuda, rocm, xpu, cpu, noop) or a map of components to one name", n.Line)
+}
+
+// canonicalPlatform maps KernelAgent's platform names onto kagent's.
+func canonicalPlatform(s string) string {
+	switch s = strings.ToLower(strings.TrimSpace(s)); s {
+	case "nvidia":
+		return "cuda"
+	case "amd":
+		return "rocm"
+	case "intel":
+		return "xpu"
+	}
+	return s
+}
+
+// PlatformName is the platform to use ("" = auto-detect).
+func (c *Config) PlatformName() string { return canonicalPlatform(string(c.Platform)) }
+
+// Default returns the configuration every layer starts from.
+func Default() Config {
+	return Config{
+		Strategy:            StrategyGreedy,
+		StrategyConfig:      StrategyConfig{NumTopKernels: 2, NumBottlenecks: 2, MaxNoImprovement: 3},
+		MaxRounds:           10,
+		NumWorkers:          1,
+		RefineAttempts:      3,
+		BenchmarkWarmup:     25,
+		BenchmarkRepeat:     100,
+		DivergenceThreshold: 50,
+		MinImprovementPct:   2,
+		NoiseFactor:         3,
+		Roofline:            RooflineConfig{UnderutilizedPct: 60},
+		LLM: LLMConfig{
+			Provider:       "openai",
+			MaxConcurrency: 4,
+			Timeout:        10 * time.Minute,
+			MaxRetries:     5,
+		},
+		Timeouts: TimeoutConfig{
+			Verify:  5 * time.Minute,
+			Bench:   5 * time.Minute,
+			Profile: 5 * time.Minute,
+			Load:    10 * time.Minute,
+		},
+	}
+}

@@ -1,0 +1,207 @@
+package configs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEmbeddedConfigsLoadAndValidate(t *testing.T) {
+	want := []string{"amd", "beam_search", "greedy", "intel", "noop", "nvidia", "tune"}
+	got := Embedded()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("Embedded() = %v, want %v", got, want)
+	}
+	for _, name := range got {
+		t.Run(name, func(t *testing.T) {
+			cfg, src, err := Load(LoadOptions{WorkDir: t.TempDir(), Strategy: name, Getenv: noEnv})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if !strings.HasPrefix(src.Path, "embedded:") {
+				t.Errorf("source = %q, want embedded", src.Path)
+			}
+			cfg.Normalize()
+			if err := cfg.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestEmbeddedPlatforms(t *testing.T) {
+	for name, want := range map[string]string{"amd": "rocm", "nvidia": "cuda", "intel": "xpu", "noop": "noop", "greedy": ""} {
+		cfg, _, err := Load(LoadOptions{WorkDir: t.TempDir(), Strategy: name, Getenv: noEnv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.PlatformName(); got != want {
+			t.Errorf("%s: platform = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func noEnv(string) string { return "" }
+
+func TestLocalConfigWinsOverEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "configs", "greedy.yaml"), "strategy: greedy\nmax_rounds: 2\n")
+	cfg, src, err := Load(LoadOptions{WorkDir: dir, Strategy: "greedy", Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxRounds != 2 || !strings.HasSuffix(src.Path, filepath.Join("configs", "greedy.yaml")) {
+		t.Fatalf("got max_rounds %d from %s, want 2 from ./configs/greedy.yaml", cfg.MaxRounds, src.Path)
+	}
+	list, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.Name == "greedy" && strings.HasPrefix(s.Path, "embedded:") {
+			t.Errorf("List still shows the embedded greedy")
+		}
+	}
+}
+
+func TestLayering(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	writeFile(t, file, "strategy: greedy\nmax_rounds: 7\nnum_workers: 2\nllm:\n  model: from-yaml\n")
+	env := map[string]string{"KAGENT_MAX_ROUNDS": "9", "KAGENT_LLM_MODEL": "from-env"}
+	cfg, _, err := Load(LoadOptions{WorkDir: dir, ConfigFile: file, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxRounds != 9 {
+		t.Errorf("max_rounds = %d, want 9 (env over yaml)", cfg.MaxRounds)
+	}
+	if cfg.NumWorkers != 2 {
+		t.Errorf("num_workers = %d, want 2 (yaml over default)", cfg.NumWorkers)
+	}
+	if cfg.LLM.Model != "from-env" {
+		t.Errorf("llm.model = %q, want from-env", cfg.LLM.Model)
+	}
+	if cfg.BenchmarkRepeat != 100 {
+		t.Errorf("benchmark_repeat = %g, want the default 100", cfg.BenchmarkRepeat)
+	}
+}
+
+func TestBadInputErrors(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"malformed", "strategy: greedy\nmax_rounds: [1,\n", []string{"c.yaml:", "ErrInvalid"}},
+		{"unknown top-level key", "strategy: greedy\nmax_round: 3\n", []string{"c.yaml:2:", `unknown key "max_round"`}},
+		{"unknown nested key", "llm:\n  model: x\n  modle: y\n", []string{"c.yaml:3:", `unknown key "modle" in llm`}},
+		{"wrong type", "max_rounds: many\n", []string{"c.yaml:1:"}},
+		{"mixed platform map", "platform:\n  verifier: nvidia\n  profiler: noop\n", []string{"c.yaml:", "different platforms"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "c.yaml")
+			writeFile(t, file, tc.yaml)
+			_, _, err := Load(LoadOptions{ConfigFile: file, Getenv: noEnv})
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v is not ErrInvalid", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+			for _, w := range tc.want {
+				if w == "ErrInvalid" {
+					continue
+				}
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestMissingAndUnknownNames(t *testing.T) {
+	if _, _, err := Load(LoadOptions{WorkDir: t.TempDir(), Strategy: "nope", Getenv: noEnv}); !errors.Is(err, ErrUnknownConfig) || !strings.Contains(err.Error(), "greedy") {
+		t.Errorf("unknown strategy: %v", err)
+	}
+	if _, _, err := Load(LoadOptions{ConfigFile: "/no/such/file.yaml", Getenv: noEnv}); err == nil || !strings.Contains(err.Error(), "/no/such/file.yaml: file not found") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, _, err := Load(LoadOptions{ConfigFile: "x.yaml", Strategy: "greedy", Getenv: noEnv}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("both --config and --strategy: %v", err)
+	}
+}
+
+func TestKernelAgentConfigLoads(t *testing.T) {
+	cfg, _, err := Load(LoadOptions{ConfigFile: "testdata/kernelagent_nvidia.yaml", Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PlatformName() != "cuda" || cfg.LLM.Model != "gpt-5" || cfg.LLM.ReasoningEffort != "high" ||
+		cfg.StrategyConfig.NumBottlenecks != 2 || cfg.GPUName != "NVIDIA H100 NVL 94GB" || cfg.Templates["kernel_optimization"] == "" {
+		t.Errorf("KernelAgent keys not mapped: %+v", cfg)
+	}
+}
+
+func TestValidateMessages(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"strategy", func(c *Config) { c.Strategy = "random" }, `strategy "random" is not one of`},
+		{"rounds", func(c *Config) { c.MaxRounds = 0 }, "max_rounds is 0: set it to 1 or more"},
+		{"platform", func(c *Config) { c.Platform = "tpu" }, `platform "tpu" is not one of`},
+		{"beam", func(c *Config) { c.Strategy = StrategyBeam; c.StrategyConfig.NumBottlenecks = 0 }, "num_bottlenecks is 0"},
+		{"provider", func(c *Config) { c.LLM.Provider = "cohere" }, `llm.provider "cohere"`},
+		{"rag", func(c *Config) { c.UseRAG = true }, "use_rag"},
+		{"threshold", func(c *Config) { c.Roofline.ThresholdPct = 120 }, "threshold_pct is 120"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Default()
+			tc.mod(&cfg)
+			err := cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	cfg := Default()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+}
+
+func TestEnvErrors(t *testing.T) {
+	cfg := Default()
+	err := ApplyEnv(&cfg, func(k string) string {
+		if k == "KAGENT_MAX_ROUNDS" {
+			return "ten"
+		}
+		return ""
+	})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "KAGENT_MAX_ROUNDS") {
+		t.Fatalf("ApplyEnv = %v", err)
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

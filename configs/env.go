@@ -1,0 +1,88 @@
+package configs
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EnvVar is one KAGENT_* environment variable.
+type EnvVar struct {
+	Name        string
+	Description string
+	// apply sets the value on a config; nil for variables read elsewhere.
+	apply func(c *Config, v string) error
+}
+
+// Env lists every KAGENT_* variable, in the order `kagent env` prints them.
+var Env = []EnvVar{
+	{"KAGENT_STRATEGY", "search strategy (greedy, beam_search, tune, noop)", func(c *Config, v string) error { c.Strategy = v; return nil }},
+	{"KAGENT_PLATFORM", "platform (cuda, rocm, xpu, cpu, noop); empty = auto-detect", func(c *Config, v string) error { c.Platform = PlatformSetting(v); return nil }},
+	{"KAGENT_GPU_NAME", "GPU name for the specs lookup, overriding the detected one", func(c *Config, v string) error { c.GPUName = v; return nil }},
+	{"KAGENT_SPECS_FILE", "YAML file of extra or overriding GPU specs", func(c *Config, v string) error { c.SpecsFile = v; return nil }},
+	{"KAGENT_MAX_ROUNDS", "maximum optimization rounds", intSetter(func(c *Config) *int { return &c.MaxRounds })},
+	{"KAGENT_NUM_WORKERS", "candidates evaluated at once", intSetter(func(c *Config) *int { return &c.NumWorkers })},
+	{"KAGENT_PYTHON", "Python interpreter that runs the harness (needs torch; triton on GPUs)", func(c *Config, v string) error { c.Python = v; return nil }},
+	{"KAGENT_NCU_BIN", "Nsight Compute binary (ncu_bin_path)", func(c *Config, v string) error { c.NCUBinPath = v; return nil }},
+	{"KAGENT_LLM_PROVIDER", "LLM provider: openai (any OpenAI-compatible server), anthropic, google, bedrock", func(c *Config, v string) error { c.LLM.Provider = v; return nil }},
+	{"KAGENT_LLM_MODEL", "LLM model name", func(c *Config, v string) error { c.LLM.Model = v; return nil }},
+	{"KAGENT_LLM_BASE_URL", "base URL of an OpenAI-compatible server (vLLM, SGLang, Ollama /v1, OpenRouter, a relay)", func(c *Config, v string) error { c.LLM.BaseURL = v; return nil }},
+	{"KAGENT_LLM_API_KEY_ENV", "name of the variable holding the LLM key (the key itself is never read from config)", func(c *Config, v string) error { c.LLM.APIKeyEnv = v; return nil }},
+	{"KAGENT_LLM_TIMEOUT", "per-call LLM timeout (Go duration, e.g. 10m)", durationSetter(func(c *Config) *time.Duration { return &c.LLM.Timeout })},
+	{"KAGENT_BUDGET_USD", "stop the run when LLM spend reaches this many dollars", floatSetter(func(c *Config) *float64 { return &c.Budget.MaxUSD })},
+	{"KAGENT_CACHE_DIR", "cache for the installed harness and Triton's compiled kernels", nil},
+	{"KAGENT_LOG_LEVEL", "log level: debug, info, warn, error", nil},
+}
+
+// ApplyEnv applies every set KAGENT_* variable to cfg, reading them through
+// getenv (os.Getenv in production).
+func ApplyEnv(cfg *Config, getenv func(string) string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, e := range Env {
+		v := strings.TrimSpace(getenv(e.Name))
+		if v == "" || e.apply == nil {
+			continue
+		}
+		if err := e.apply(cfg, v); err != nil {
+			return fmt.Errorf("%w: %s=%q: %v", ErrInvalid, e.Name, v, err)
+		}
+	}
+	return nil
+}
+
+func intSetter(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want a whole number")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func floatSetter(field func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("want a number")
+		}
+		*field(c) = f
+		return nil
+	}
+}
+
+func durationSetter(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("want a duration such as 90s or 10m")
+		}
+		*field(c) = d
+		return nil
+	}
+}

@@ -1,0 +1,106 @@
+package configs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Platforms kagent knows by name (the registry holds the implementations).
+var knownPlatforms = []string{"cuda", "rocm", "xpu", "cpu", "noop"}
+
+var knownStrategies = []string{StrategyGreedy, StrategyBeam, StrategyTune, StrategyNoop}
+
+// Validate checks the whole configuration and reports every problem found,
+// each saying what to change.
+func (c *Config) Validate() error {
+	var errs []string
+	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+
+	if !contains(knownStrategies, c.Strategy) {
+		add("strategy %q is not one of %s", c.Strategy, strings.Join(knownStrategies, ", "))
+	}
+	if p := c.PlatformName(); p != "" && !contains(knownPlatforms, p) {
+		add("platform %q is not one of %s (or leave it empty to auto-detect)", p, strings.Join(knownPlatforms, ", "))
+	}
+	if t := c.TargetPlatform; t != "" && !contains([]string{"cuda", "rocm", "xpu"}, t) {
+		add("target_platform %q is not one of cuda, rocm, xpu", t)
+	}
+	if c.MaxRounds < 1 {
+		add("max_rounds is %d: set it to 1 or more", c.MaxRounds)
+	}
+	if c.NumWorkers < 1 {
+		add("num_workers is %d: set it to 1 or more", c.NumWorkers)
+	}
+	if c.RefineAttempts < 0 {
+		add("refine_attempts is %d: set it to 0 or more", c.RefineAttempts)
+	}
+	if c.Strategy == StrategyBeam {
+		if c.StrategyConfig.NumTopKernels < 1 {
+			add("strategy_config.num_top_kernels is %d: beam search needs 1 or more", c.StrategyConfig.NumTopKernels)
+		}
+		if c.StrategyConfig.NumBottlenecks < 1 {
+			add("strategy_config.num_bottlenecks is %d: beam search needs 1 or more", c.StrategyConfig.NumBottlenecks)
+		}
+	}
+	if c.StrategyConfig.MaxNoImprovement < 1 {
+		add("strategy_config.max_no_improvement is %d: set it to 1 or more", c.StrategyConfig.MaxNoImprovement)
+	}
+	if c.BenchmarkWarmup <= 0 || c.BenchmarkRepeat <= 0 {
+		add("benchmark_warmup and benchmark_repeat are time budgets in milliseconds: both must be above 0")
+	}
+	if c.DivergenceThreshold <= 0 {
+		add("divergence_threshold is %g: give a percentage above 0 (KernelAgent's default is 50)", c.DivergenceThreshold)
+	}
+	if c.MinImprovementPct < 0 || c.NoiseFactor < 0 {
+		add("min_improvement_pct and noise_factor must not be negative")
+	}
+	if t := c.Roofline.ThresholdPct; t < 0 || t > 100 {
+		add("roofline.threshold_pct is %g: give a percentage between 0 and 100", t)
+	}
+	if p := c.LLM.Provider; p != "" && !contains([]string{"openai", "anthropic", "google", "bedrock"}, p) {
+		add("llm.provider %q is not one of openai, anthropic, google, bedrock (any OpenAI-compatible server is openai with llm.base_url)", p)
+	}
+	if e := c.LLM.ReasoningEffort; e != "" && !contains([]string{"low", "medium", "high"}, e) {
+		add("llm.reasoning_effort %q is not one of low, medium, high", e)
+	}
+	if c.LLM.MaxConcurrency < 1 {
+		add("llm.max_concurrency is %d: set it to 1 or more", c.LLM.MaxConcurrency)
+	}
+	if c.Budget.MaxCalls < 0 || c.Budget.MaxTokens < 0 || c.Budget.MaxUSD < 0 || c.Budget.MaxWall < 0 {
+		add("budget caps must not be negative (0 means no cap)")
+	}
+	if c.UseRAG {
+		add("use_rag: kagent has no retrieval database; remove the key or set it to false")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Normalize folds KernelAgent's aliases into kagent's own keys. Call it after
+// every layer is applied and before Validate.
+func (c *Config) Normalize() {
+	if c.LLM.Model == "" && c.OpenAIModel != "" {
+		c.LLM.Model = c.OpenAIModel
+	}
+	if c.LLM.ReasoningEffort == "" && c.HighReasoningEffort != nil && *c.HighReasoningEffort {
+		c.LLM.ReasoningEffort = "high"
+	}
+	c.Platform = PlatformSetting(c.PlatformName())
+	if c.TargetPlatform == "" {
+		switch p := c.PlatformName(); p {
+		case "cuda", "rocm", "xpu":
+			c.TargetPlatform = p
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,96 @@
+// Package noop is the dry-run platform: it loads everything and executes
+// nothing. Verifying, timing and profiling return platform.ErrNotExecuted.
+package noop
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+// Name is the registry name.
+const Name = "noop"
+
+func init() {
+	platform.Register(Name, func(cfg platform.Config) (platform.Platform, error) { return New(cfg) })
+}
+
+// Platform executes nothing.
+type Platform struct {
+	cfg platform.Config
+}
+
+// New builds the noop platform.
+func New(cfg platform.Config) (*Platform, error) { return &Platform{cfg: cfg}, nil }
+
+// Name returns "noop".
+func (p *Platform) Name() string { return Name }
+
+// Executes is false: nothing runs.
+func (p *Platform) Executes() bool { return false }
+
+// Open returns a session whose every operation is ErrNotExecuted.
+func (p *Platform) Open(_ context.Context, task *kerneldir.Task) (platform.Session, error) {
+	if task == nil {
+		return nil, fmt.Errorf("noop: open: no kernel dir")
+	}
+	return session{}, nil
+}
+
+// Specs returns the GPU named in the configuration when one is, else a
+// placeholder with no peaks.
+func (p *Platform) Specs(context.Context) (roofline.Specs, error) {
+	if p.cfg.GPUName != "" {
+		if s, err := roofline.Lookup(p.cfg.GPUName); err == nil {
+			return s, nil
+		}
+	}
+	return roofline.Specs{Name: "noop (no GPU)", Vendor: "none"}, nil
+}
+
+// Profiler returns a profiler that profiles nothing.
+func (p *Platform) Profiler() platform.Profiler { return profiler{} }
+
+// Analyzer returns the default roofline analyzer.
+func (p *Platform) Analyzer() platform.RooflineAnalyzer { return analyzer{} }
+
+// Guidance is empty beyond a note: prompts rendered in a dry run carry the
+// target platform's guidance, chosen by target_platform.
+func (p *Platform) Guidance() string {
+	return "Dry run: no GPU executes these kernels."
+}
+
+type session struct{}
+
+func (session) Verify(context.Context, platform.Candidate) (platform.Verdict, error) {
+	return platform.Verdict{}, platform.ErrNotExecuted
+}
+
+func (session) Time(context.Context, platform.Target) (platform.Timing, error) {
+	return platform.Timing{}, platform.ErrNotExecuted
+}
+
+func (session) Close() error { return nil }
+
+type profiler struct{}
+
+func (profiler) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
+	return roofline.Metrics{}, platform.ErrNotExecuted
+}
+
+type analyzer struct{}
+
+func (analyzer) Analyze(m roofline.Metrics, s roofline.Specs) roofline.Result {
+	return roofline.Result{Source: "noop", Class: roofline.ClassLatency, Headroom: 100}
+}
+
+// Interface guards
+var (
+	_ platform.Platform         = (*Platform)(nil)
+	_ platform.Session          = session{}
+	_ platform.Profiler         = profiler{}
+	_ platform.RooflineAnalyzer = analyzer{}
+)

@@ -1,0 +1,177 @@
+// Package platform defines what kagent needs from a GPU vendor stack — verifying,
+// timing and profiling candidate kernels, the GPU's specs and prompt guidance —
+// and a registry through which platform packages make themselves available.
+//
+// # Adding a platform
+//
+//  1. Create platform/<name> with a New(cfg Config) (*Platform, error) constructor
+//     that works without the registry.
+//  2. In its init(), call platform.Register("<name>", factory).
+//  3. Blank-import it from platform/all.
+//  4. Add it to the conformance test (platform/platformtest) run list; it must pass.
+//  5. Teach Detect how to recognise the machine, if it can be auto-detected.
+package platform
+
+import (
+	"context"
+	"time"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+// Candidate is one kernel to verify, time or profile.
+type Candidate struct {
+	// ID names the candidate in logs, artifacts and the store (e.g. "r2c1").
+	ID string
+	// Path is the candidate's Python file on disk.
+	Path string
+	// Source is the file's contents (what Path holds).
+	Source string
+}
+
+// Check is the outcome of one verification check.
+type Check struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	// Skipped is set when the check could not run here (reason says why).
+	Skipped bool   `json:"skipped,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Verdict is the result of verifying one candidate. A candidate passes only if
+// every check that ran passed.
+type Verdict struct {
+	Passed bool    `json:"passed"`
+	Checks []Check `json:"checks"`
+	// Failure names the first failed check; empty when Passed.
+	Failure string `json:"failure,omitempty"`
+	// Reason is the one-line reason of the first failure, fed back to the LLM.
+	Reason string `json:"reason,omitempty"`
+	// MaxAbsErr and RelL2 are the worst errors over all draws, when computed.
+	MaxAbsErr float64 `json:"max_abs_err,omitempty"`
+	RelL2     float64 `json:"rel_l2,omitempty"`
+	// Launches counts Triton kernel launches seen during one call.
+	Launches int `json:"launches,omitempty"`
+	// TF32 states the TF32 policy both reference and candidate ran under.
+	TF32     string        `json:"tf32,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// TargetKind says what a Benchmarker times.
+type TargetKind string
+
+// Target kinds.
+const (
+	TargetKernel  TargetKind = "kernel"  // a candidate kernel
+	TargetEager   TargetKind = "eager"   // the reference Model in PyTorch eager mode
+	TargetCompile TargetKind = "compile" // the reference Model under torch.compile
+)
+
+// Target is something to time: a candidate, or one of the PyTorch baselines.
+type Target struct {
+	Kind      TargetKind
+	Candidate Candidate // only for TargetKernel
+}
+
+// Label names the target in tables.
+func (t Target) Label() string {
+	if t.Kind == TargetKernel && t.Candidate.ID != "" {
+		return t.Candidate.ID
+	}
+	return string(t.Kind)
+}
+
+// Timing is a timed target. Times are in milliseconds.
+type Timing struct {
+	Target   string    `json:"target"`
+	MedianMS float64   `json:"median_ms"`
+	P20MS    float64   `json:"p20_ms"`
+	P80MS    float64   `json:"p80_ms"`
+	MeanMS   float64   `json:"mean_ms"`
+	CV       float64   `json:"cv"`
+	N        int       `json:"n"`
+	TimesMS  []float64 `json:"times_ms,omitempty"`
+	// Representative is false when the timing is not meaningful for GPU
+	// performance (the cpu platform).
+	Representative bool `json:"representative"`
+	// Method describes how the time was taken (e.g. "cuda events, L2 flush 120 MiB, 3 input sets").
+	Method string `json:"method,omitempty"`
+	// Unavailable is set when the target cannot be timed here (torch.compile missing).
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// Profiler measures hardware metrics of a candidate.
+type Profiler interface {
+	Profile(ctx context.Context, c Candidate) (roofline.Metrics, error)
+}
+
+// Verifier checks a candidate against the reference.
+type Verifier interface {
+	Verify(ctx context.Context, c Candidate) (Verdict, error)
+}
+
+// Benchmarker times candidates and baselines.
+type Benchmarker interface {
+	Time(ctx context.Context, t Target) (Timing, error)
+}
+
+// RooflineAnalyzer places metrics on the roofline of a GPU.
+type RooflineAnalyzer interface {
+	Analyze(m roofline.Metrics, s roofline.Specs) roofline.Result
+}
+
+// Comparer times two targets interleaved (A B A B ...) so that both see the
+// same machine state. Optional: found by type assertion on a Benchmarker.
+type Comparer interface {
+	Compare(ctx context.Context, a, b Target) (Timing, Timing, error)
+}
+
+// Session is a platform bound to one kernel dir: the verifier, benchmarker and
+// profiler all refer to that problem. Close releases workers and files.
+type Session interface {
+	Verifier
+	Benchmarker
+	Close() error
+}
+
+// Platform is one vendor stack.
+type Platform interface {
+	// Name is the registry name ("cuda", "rocm", ...).
+	Name() string
+	// Open binds the platform to a kernel dir, starting whatever it needs.
+	Open(ctx context.Context, task *kerneldir.Task) (Session, error)
+	// Specs returns the facts of the GPU this platform runs on.
+	Specs(ctx context.Context) (roofline.Specs, error)
+	// Profiler returns the platform's profiler.
+	Profiler() Profiler
+	// Analyzer returns the roofline analyzer for this platform's metrics.
+	Analyzer() RooflineAnalyzer
+	// Guidance is platform-specific advice included in prompts.
+	Guidance() string
+	// Executes reports whether the platform really runs kernels (false for noop).
+	Executes() bool
+}
+
+// Config is what a platform factory receives.
+type Config struct {
+	// Python is the interpreter that runs the harness ("" = find python3).
+	Python string
+	// GPUName overrides the detected device name for the specs lookup.
+	GPUName string
+	// SpecsFile is an optional YAML file of extra or overriding GPU specs.
+	SpecsFile string
+	// Kwargs holds platform-specific settings (platform_kwargs in YAML).
+	Kwargs map[string]string
+	// NCUPath is the Nsight Compute binary (ncu_bin_path).
+	NCUPath string
+	// Timeouts for worker operations.
+	VerifyTimeout  time.Duration
+	BenchTimeout   time.Duration
+	ProfileTimeout time.Duration
+	// WarmupMS and RepMS are the time budgets of warm-up and measurement.
+	WarmupMS float64
+	RepMS    float64
+	// WorkDir is where the platform may write scratch files (the run dir).
+	WorkDir string
+}

@@ -1,0 +1,107 @@
+// Package platformtest is the conformance suite every platform must pass.
+// A platform's own test calls Run with a loaded kernel dir.
+package platformtest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/platform"
+)
+
+// Run checks the platform's contract against a kernel dir whose input kernel
+// is correct. Platforms that execute must verify it as passing and time it
+// and the eager baseline; platforms that do not must say so with
+// platform.ErrNotExecuted and never claim a result.
+func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
+	t.Helper()
+	ctx := context.Background()
+	t.Run("identity", func(t *testing.T) {
+		if p.Name() == "" {
+			t.Fatal("Name() is empty")
+		}
+		if _, err := platform.Lookup(p.Name()); err != nil {
+			t.Errorf("platform %q is not registered under its own name: %v", p.Name(), err)
+		}
+		if strings.TrimSpace(p.Guidance()) == "" {
+			t.Error("Guidance() is empty")
+		}
+		if p.Profiler() == nil || p.Analyzer() == nil {
+			t.Error("Profiler() or Analyzer() is nil")
+		}
+	})
+	t.Run("open nil task", func(t *testing.T) {
+		if s, err := p.Open(ctx, nil); err == nil {
+			s.Close()
+			t.Error("Open(nil) succeeded")
+		}
+	})
+	sess, err := p.Open(ctx, task)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sess.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := sess.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	})
+	good := platform.Candidate{ID: "input", Path: task.KernelPath, Source: task.KernelSource}
+	if !p.Executes() {
+		t.Run("dry", func(t *testing.T) {
+			if v, err := sess.Verify(ctx, good); !errors.Is(err, platform.ErrNotExecuted) || v.Passed {
+				t.Errorf("Verify = %+v, %v; want ErrNotExecuted and no pass", v, err)
+			}
+			if _, err := sess.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: good}); !errors.Is(err, platform.ErrNotExecuted) {
+				t.Errorf("Time = %v; want ErrNotExecuted", err)
+			}
+			if _, err := p.Profiler().Profile(ctx, good); !errors.Is(err, platform.ErrNotExecuted) {
+				t.Errorf("Profile = %v; want ErrNotExecuted", err)
+			}
+		})
+		return
+	}
+	t.Run("verify correct kernel", func(t *testing.T) {
+		v, err := sess.Verify(ctx, good)
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if !v.Passed {
+			t.Fatalf("correct kernel rejected: %s: %s", v.Failure, v.Reason)
+		}
+		if len(v.Checks) == 0 {
+			t.Error("verdict lists no checks")
+		}
+	})
+	t.Run("verify broken kernel", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "broken.py")
+		if err := os.WriteFile(bad, []byte("def kernel_function(:\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v, err := sess.Verify(ctx, platform.Candidate{ID: "broken", Path: bad})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if v.Passed || v.Failure == "" || v.Reason == "" {
+			t.Fatalf("broken kernel: %+v; want a named failure with a reason", v)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		for _, target := range []platform.Target{{Kind: platform.TargetKernel, Candidate: good}, {Kind: platform.TargetEager}} {
+			tm, err := sess.Time(ctx, target)
+			if err != nil {
+				t.Fatalf("Time %s: %v", target.Label(), err)
+			}
+			if tm.N < 1 || !(tm.MedianMS > 0) || tm.P20MS > tm.MedianMS || tm.MedianMS > tm.P80MS {
+				t.Errorf("Time %s = %+v: want n>0, 0 < p20 <= median <= p80", target.Label(), tm)
+			}
+		}
+	})
+}

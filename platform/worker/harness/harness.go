@@ -1,0 +1,117 @@
+// Package harness embeds kagent's Python harness and installs it into a
+// content-addressed cache directory, so users never copy Python files around.
+package harness
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+//go:embed kagent_harness/*.py
+var files embed.FS
+
+// Package is the harness's Python package name.
+const Package = "kagent_harness"
+
+var (
+	hashOnce sync.Once
+	hashHex  string
+)
+
+// Hash is the content hash of the embedded harness (12 hex digits).
+func Hash() string {
+	hashOnce.Do(func() {
+		h := sha256.New()
+		names := Files()
+		for _, n := range names {
+			b, _ := files.ReadFile(n)
+			fmt.Fprintf(h, "%s\x00%d\x00", n, len(b))
+			h.Write(b)
+		}
+		hashHex = hex.EncodeToString(h.Sum(nil))[:12]
+	})
+	return hashHex
+}
+
+// Files lists the embedded files, sorted.
+func Files() []string {
+	var names []string
+	_ = fs.WalkDir(files, Package, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
+		}
+		return nil
+	})
+	sort.Strings(names)
+	return names
+}
+
+// Install writes the harness under cacheDir/harness-<hash> unless it is already
+// there, and returns that directory: put it on PYTHONPATH to import the package.
+// Concurrent installs are safe: each writes a private temporary directory and
+// renames it into place.
+func Install(cacheDir string) (string, error) {
+	dir := filepath.Join(cacheDir, "harness-"+Hash())
+	if _, err := os.Stat(filepath.Join(dir, Package, ".complete")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", fmt.Errorf("install harness: %w", err)
+	}
+	tmp, err := os.MkdirTemp(cacheDir, ".harness-tmp-")
+	if err != nil {
+		return "", fmt.Errorf("install harness: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	for _, n := range Files() {
+		b, err := files.ReadFile(n)
+		if err != nil {
+			return "", fmt.Errorf("install harness: %w", err)
+		}
+		dst := filepath.Join(tmp, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return "", fmt.Errorf("install harness: %w", err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return "", fmt.Errorf("install harness: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, Package, ".complete"), []byte(Hash()), 0o644); err != nil {
+		return "", fmt.Errorf("install harness: %w", err)
+	}
+	err = os.Rename(tmp, dir)
+	if err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, Package, ".complete")); statErr != nil {
+			// A partial copy left by an interrupted install: replace it.
+			_ = os.RemoveAll(dir)
+			err = os.Rename(tmp, dir)
+		}
+	}
+	if err != nil {
+		// Another process won the race; its copy is identical.
+		if _, statErr := os.Stat(filepath.Join(dir, Package, ".complete")); statErr == nil {
+			return dir, nil
+		}
+		return "", fmt.Errorf("install harness: %w", err)
+	}
+	return dir, nil
+}
+
+// CacheDir is kagent's cache directory: $KAGENT_CACHE_DIR, else the user cache
+// dir's kagent folder, else a folder under the temporary directory.
+func CacheDir() string {
+	if d := os.Getenv("KAGENT_CACHE_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "kagent")
+	}
+	return filepath.Join(os.TempDir(), "kagent-cache")
+}
