@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kagent-dev/kagent/configs"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=...".
+var Version = "dev"
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                 "kagent",
+		Usage:                "make Triton GPU kernels faster: profile, diagnose, rewrite, verify, time",
+		Version:              Version,
+		EnableBashCompletion: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"KAGENT_LOG_LEVEL"}},
+		},
+		Commands: []*cli.Command{
+			optimizeCommand(),
+			configsCommand(),
+			doctorCommand(),
+			envCommand(),
+			versionCommand(),
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError("%v (see --help)", err)
+		},
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(c.App.ErrWriter, "kagent: unknown command %q (see kagent --help)\n", name)
+			os.Exit(ExitUsage)
+		},
+		ExitErrHandler: func(*cli.Context, error) {}, // main reports errors
+	}
+}
+
+// logger builds the logger from --log-level.
+func logger(c *cli.Context) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+}
+
+// configFlags are the flags every command that runs kernels shares. Each sets
+// the config key of the same meaning and wins over YAML and environment.
+func configFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "config NAME: embedded (see `kagent configs list`) or ./configs/NAME.yaml"},
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "config FILE (YAML)"},
+		&cli.StringFlag{Name: "platform", Usage: "cuda, rocm, xpu, cpu or noop (default: auto-detect)"},
+		&cli.StringFlag{Name: "gpu-name", Usage: "GPU name for the specs lookup"},
+		&cli.StringFlag{Name: "python", Usage: "Python interpreter with torch (and triton on GPUs)"},
+		&cli.IntFlag{Name: "max-rounds", Usage: "maximum optimization rounds"},
+		&cli.IntFlag{Name: "num-workers", Usage: "candidates evaluated at once"},
+		&cli.StringFlag{Name: "llm-model", Usage: "LLM model"},
+		&cli.StringFlag{Name: "llm-provider", Usage: "openai (any OpenAI-compatible server), anthropic, google or bedrock"},
+		&cli.StringFlag{Name: "llm-base-url", Usage: "base URL of an OpenAI-compatible server"},
+	}
+}
+
+// loadConfig builds the configuration: defaults < YAML < KAGENT_* < flags.
+func loadConfig(c *cli.Context) (configs.Config, configs.Source, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return configs.Config{}, configs.Source{}, err
+	}
+	cfg, src, err := configs.Load(configs.LoadOptions{
+		WorkDir:    wd,
+		Strategy:   c.String("strategy"),
+		ConfigFile: c.String("config"),
+	})
+	if err != nil {
+		return cfg, src, err
+	}
+	strFlags := map[string]*string{
+		"platform": (*string)(&cfg.Platform), "gpu-name": &cfg.GPUName, "python": &cfg.Python,
+		"llm-model": &cfg.LLM.Model, "llm-provider": &cfg.LLM.Provider, "llm-base-url": &cfg.LLM.BaseURL,
+	}
+	for name, dst := range strFlags {
+		if c.IsSet(name) {
+			*dst = strings.TrimSpace(c.String(name))
+		}
+	}
+	intFlags := map[string]*int{"max-rounds": &cfg.MaxRounds, "num-workers": &cfg.NumWorkers}
+	for name, dst := range intFlags {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
+		}
+	}
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		return cfg, src, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	return cfg, src, nil
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print kagent's version",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintf(c.App.Writer, "kagent %s\n", Version)
+			return nil
+		},
+	}
+}
+
+func envCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "env",
+		Usage: "list the KAGENT_* environment variables and their current values",
+		Action: func(c *cli.Context) error {
+			w := newTable(c.App.Writer)
+			w.row("VARIABLE", "VALUE", "MEANING")
+			for _, e := range configs.Env {
+				v := os.Getenv(e.Name)
+				if v == "" {
+					v = "-"
+				}
+				w.row(e.Name, v, e.Description)
+			}
+			return w.flush()
+		},
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/platform"
+)
+
+// Exit codes. Scripts and CI jobs may rely on them.
+const (
+	ExitOK            = 0   // done; for optimize: a verified improvement was found
+	ExitError         = 1   // a run failed
+	ExitUsage         = 2   // bad flags, configuration or kernel dir: fix the input
+	ExitNoImprovement = 3   // optimize finished without a verified improvement
+	ExitUnavailable   = 4   // this machine lacks what the run needs (GPU stack, Python, profiler)
+	ExitInterrupted   = 130 // stopped by SIGINT or SIGTERM
+)
+
+// exitError carries an exit code chosen by a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode attaches an exit code to err.
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// usageError marks a mistake in how kagent was called.
+func usageError(format string, args ...any) error {
+	return withCode(ExitUsage, fmt.Errorf(format, args...))
+}
+
+// exitCode picks the exit code for err.
+func exitCode(err error) int {
+	var ee *exitError
+	var ue *platform.UnavailableError
+	var ni *platform.NotImplementedError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.Is(err, configs.ErrInvalid), errors.Is(err, configs.ErrUnknownConfig),
+		errors.Is(err, kerneldir.ErrInvalid), errors.Is(err, platform.ErrUnknown):
+		return ExitUsage
+	case errors.As(err, &ue), errors.As(err, &ni), errors.Is(err, platform.ErrNoPlatform),
+		errors.Is(err, kerneldir.ErrNoPython):
+		return ExitUnavailable
+	}
+	return ExitError
+}
+
+// report prints err as one line and returns the exit code.
+func report(w io.Writer, err error) int {
+	code := exitCode(err)
+	if err == nil {
+		return code
+	}
+	msg := err.Error()
+	if code == ExitInterrupted {
+		msg = "interrupted"
+	}
+	if msg != "" {
+		fmt.Fprintln(w, "kagent: "+oneLine(msg))
+	}
+	return code
+}
+
+// oneLine folds a message onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
