@@ -26,7 +26,7 @@ func optimizeCommand() *cli.Command {
 			"verifies and times the input kernel, then searches for faster verified rewrites.\n" +
 			"With --strategy noop nothing is executed: the plan is written to the run directory.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Required: true, Usage: "folder holding problem.py and input.py (or kernel.py)"},
+			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "folder holding problem.py and input.py (or kernel.py)"},
 			&cli.StringFlag{Name: "out", Usage: "run directory (default: KERNEL_DIR/.kagent/runs/RUN_ID)"},
 		}, configFlags()...),
 		Action: runOptimize,
@@ -50,6 +50,9 @@ func setup(c *cli.Context) (*runSetup, error) {
 	}
 	if cfg.Python == "" {
 		cfg.Python = defaultPython()
+	}
+	if c.String("kernel-dir") == "" {
+		return nil, usageError("--kernel-dir is required: the folder holding problem.py and input.py")
 	}
 	task, err := kerneldir.Load(c.Context, c.String("kernel-dir"), kerneldir.LoadOptions{Python: cfg.Python, RequireKernel: true})
 	if err != nil {
