@@ -1,0 +1,345 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/platform"
+)
+
+// LoadRequest is the load_problem request.
+type LoadRequest struct {
+	ProblemPath  string           `json:"problem_path"`
+	DType        string           `json:"dtype"`
+	Seeds        []int64          `json:"seeds"`
+	Shapes       []map[string]any `json:"shapes"`
+	TF32         string           `json:"tf32"`
+	ATol         *float64         `json:"atol,omitempty"`
+	RTol         *float64         `json:"rtol,omitempty"`
+	AllowInplace bool             `json:"allow_inplace"`
+	Atomics      bool             `json:"atomics"`
+	TestPath     string           `json:"test_path"`
+}
+
+// TensorInfo describes one input or output tensor.
+type TensorInfo struct {
+	Shape []int64 `json:"shape"`
+	DType string  `json:"dtype"`
+}
+
+// ProblemInfo is the load_problem result.
+type ProblemInfo struct {
+	ProblemID string       `json:"problem_id"`
+	Inputs    []TensorInfo `json:"inputs"`
+	Outputs   []TensorInfo `json:"outputs"`
+	BytesIn   float64      `json:"bytes_in"`
+	BytesOut  float64      `json:"bytes_out"`
+	FLOPs     *float64     `json:"flops"`
+	TF32      string       `json:"tf32"`
+}
+
+// PublicSeeds are the draws every run uses; a secret seed is added per run.
+var PublicSeeds = []int64{1, 2}
+
+// NewLoadRequest builds the load request of a task with the given secret seed.
+func NewLoadRequest(t *kerneldir.Task, secretSeed int64) LoadRequest {
+	tf32 := t.Options.TF32
+	if tf32 == "" {
+		tf32 = "forbid"
+	}
+	return LoadRequest{
+		ProblemPath:  t.ProblemPath,
+		DType:        t.Options.DType,
+		Seeds:        append(append([]int64(nil), PublicSeeds...), secretSeed),
+		Shapes:       t.Options.Shapes,
+		TF32:         tf32,
+		ATol:         t.Options.ATol,
+		RTol:         t.Options.RTol,
+		AllowInplace: t.Options.AllowInplace,
+		Atomics:      t.Options.Atomics,
+		TestPath:     t.TestPath,
+	}
+}
+
+// EngineOptions tune an Engine.
+type EngineOptions struct {
+	LoadTimeout   time.Duration
+	VerifyTimeout time.Duration
+	BenchTimeout  time.Duration
+	// RequireTriton: candidates must define and launch a Triton kernel.
+	RequireTriton bool
+	// Bench settings (milliseconds and bytes).
+	WarmupMS   float64
+	RepMS      float64
+	FlushBytes int64
+	// Representative is false on the cpu platform.
+	Representative bool
+}
+
+// Engine verifies and times candidates of one problem on a worker pool. It
+// loads the problem on each worker the first time that worker serves it,
+// again after a restart.
+type Engine struct {
+	pool *Pool
+	req  LoadRequest
+	opts EngineOptions
+
+	mu     sync.Mutex
+	loaded map[*Worker]string // worker -> problem id
+	info   *ProblemInfo
+}
+
+// NewEngine binds a pool to a problem. The problem is loaded on first use.
+func NewEngine(pool *Pool, req LoadRequest, o EngineOptions) *Engine {
+	if o.LoadTimeout == 0 {
+		o.LoadTimeout = 10 * time.Minute
+	}
+	if o.VerifyTimeout == 0 {
+		o.VerifyTimeout = 5 * time.Minute
+	}
+	if o.BenchTimeout == 0 {
+		o.BenchTimeout = 5 * time.Minute
+	}
+	if o.WarmupMS == 0 {
+		o.WarmupMS = 25
+	}
+	if o.RepMS == 0 {
+		o.RepMS = 100
+	}
+	return &Engine{pool: pool, req: req, opts: o, loaded: map[*Worker]string{}}
+}
+
+// ProblemError: the problem itself (problem.py) could not be loaded; no
+// candidate is at fault.
+type ProblemError struct{ Err error }
+
+func (e *ProblemError) Error() string { return "load problem: " + e.Err.Error() }
+func (e *ProblemError) Unwrap() error { return e.Err }
+
+// with leases a worker with the problem loaded and runs fn on it.
+func (e *Engine) with(ctx context.Context, fn func(w *Lease, problemID string) error) error {
+	l, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	e.mu.Lock()
+	pid, ok := e.loaded[l.Worker]
+	e.mu.Unlock()
+	if !ok {
+		var info ProblemInfo
+		if err := l.Call(ctx, "load_problem", e.req, &info, e.opts.LoadTimeout); err != nil {
+			return &ProblemError{Err: err}
+		}
+		pid = info.ProblemID
+		e.mu.Lock()
+		e.loaded[l.Worker] = pid
+		if e.info == nil {
+			e.info = &info
+		}
+		e.mu.Unlock()
+	}
+	return fn(l, pid)
+}
+
+// Info returns the problem's tensors, loading the problem if needed.
+func (e *Engine) Info(ctx context.Context) (ProblemInfo, error) {
+	e.mu.Lock()
+	info := e.info
+	e.mu.Unlock()
+	if info != nil {
+		return *info, nil
+	}
+	if err := e.with(ctx, func(*Lease, string) error { return nil }); err != nil {
+		return ProblemInfo{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return *e.info, nil
+}
+
+type verifyRequest struct {
+	ProblemID     string `json:"problem_id"`
+	CandidatePath string `json:"candidate_path"`
+	RequireTriton bool   `json:"require_triton"`
+	CheckLaunch   bool   `json:"check_launch"`
+}
+
+type verifyResult struct {
+	Passed    bool             `json:"passed"`
+	Checks    []platform.Check `json:"checks"`
+	Failure   string           `json:"failure"`
+	Reason    string           `json:"reason"`
+	MaxAbsErr *float64         `json:"max_abs_err"`
+	RelL2     *float64         `json:"rel_l2"`
+	Launches  int              `json:"launches"`
+	TF32      string           `json:"tf32"`
+}
+
+// Verify runs every verification check on a candidate. Faults of the
+// candidate (timeouts, crashes, CUDA errors) are failed verdicts, not errors;
+// errors mean the check itself could not run.
+func (e *Engine) Verify(ctx context.Context, c platform.Candidate) (platform.Verdict, error) {
+	start := time.Now()
+	var v platform.Verdict
+	err := e.with(ctx, func(l *Lease, pid string) error {
+		var r verifyResult
+		err := l.Call(ctx, "verify", verifyRequest{ProblemID: pid, CandidatePath: c.Path, RequireTriton: e.opts.RequireTriton, CheckLaunch: e.opts.RequireTriton}, &r, e.opts.VerifyTimeout)
+		if err != nil {
+			var ok bool
+			if v, ok = faultVerdict(err, "verification", e.opts.VerifyTimeout); ok {
+				return nil
+			}
+			return err
+		}
+		v = platform.Verdict{Passed: r.Passed, Checks: r.Checks, Failure: r.Failure, Reason: r.Reason, Launches: r.Launches, TF32: r.TF32}
+		if r.MaxAbsErr != nil {
+			v.MaxAbsErr = *r.MaxAbsErr
+		}
+		if r.RelL2 != nil {
+			v.RelL2 = *r.RelL2
+		}
+		if !v.Passed && v.Failure == "" {
+			v.Failure, v.Reason = "verify", "the harness failed the candidate without naming a check"
+		}
+		return nil
+	})
+	v.Duration = time.Since(start)
+	return v, err
+}
+
+// faultVerdict turns a worker fault during a candidate's call into a failed
+// verdict. ok is false for errors that are not the candidate's doing.
+func faultVerdict(err error, what string, limit time.Duration) (platform.Verdict, bool) {
+	var te *TimeoutError
+	var xe *ExitError
+	var re *ReplyError
+	fail := func(name, reason string) (platform.Verdict, bool) {
+		return platform.Verdict{Failure: name, Reason: reason, Checks: []platform.Check{{Name: name, Reason: reason}}}, true
+	}
+	switch {
+	case errors.As(err, &te):
+		return fail("timeout", fmt.Sprintf("%s did not finish within %s (an infinite loop, a deadlock or a kernel that never ends); the worker was killed", what, limit))
+	case errors.As(err, &xe):
+		how := xe.Error()
+		return fail("crash", fmt.Sprintf("the worker process died during %s: %s", what, how))
+	case errors.As(err, &re):
+		return fail(re.Kind, re.Message)
+	}
+	return platform.Verdict{}, false
+}
+
+type benchRequest struct {
+	ProblemID     string  `json:"problem_id"`
+	Target        string  `json:"target"`
+	CandidatePath string  `json:"candidate_path,omitempty"`
+	WarmupMS      float64 `json:"warmup_ms"`
+	RepMS         float64 `json:"rep_ms"`
+	MinReps       int     `json:"min_reps"`
+	MaxReps       int     `json:"max_reps"`
+	FlushBytes    int64   `json:"flush_bytes"`
+	Rotate        bool    `json:"rotate"`
+	Recheck       bool    `json:"recheck"`
+}
+
+type benchStats struct {
+	MedianMS       float64   `json:"median_ms"`
+	P20MS          float64   `json:"p20_ms"`
+	P80MS          float64   `json:"p80_ms"`
+	MeanMS         float64   `json:"mean_ms"`
+	CV             float64   `json:"cv"`
+	N              int       `json:"n"`
+	TimesMS        []float64 `json:"times_ms"`
+	Method         string    `json:"method"`
+	Representative *bool     `json:"representative"`
+	Unavailable    string    `json:"unavailable"`
+	Recheck        *struct {
+		Passed bool   `json:"passed"`
+		Reason string `json:"reason"`
+	} `json:"recheck"`
+}
+
+func (s benchStats) timing(label string, representative bool) platform.Timing {
+	rep := representative
+	if s.Representative != nil {
+		rep = rep && *s.Representative
+	}
+	return platform.Timing{Target: label, MedianMS: s.MedianMS, P20MS: s.P20MS, P80MS: s.P80MS, MeanMS: s.MeanMS,
+		CV: s.CV, N: s.N, TimesMS: s.TimesMS, Representative: rep, Method: s.Method, Unavailable: s.Unavailable}
+}
+
+// RecheckError: the outputs of the timed calls no longer matched the
+// reference (verification check 7, "caching").
+type RecheckError struct{ Reason string }
+
+func (e *RecheckError) Error() string { return "caching: " + e.Reason }
+
+func (e *Engine) benchRequest(pid string, t platform.Target) benchRequest {
+	return benchRequest{
+		ProblemID: pid, Target: string(t.Kind), CandidatePath: t.Candidate.Path,
+		WarmupMS: e.opts.WarmupMS, RepMS: e.opts.RepMS, MinReps: 10, MaxReps: 10000,
+		FlushBytes: e.opts.FlushBytes, Rotate: true, Recheck: t.Kind == platform.TargetKernel,
+	}
+}
+
+// Time times a candidate or a baseline. A candidate whose timed outputs fail
+// the re-check returns *RecheckError.
+func (e *Engine) Time(ctx context.Context, t platform.Target) (platform.Timing, error) {
+	var out platform.Timing
+	err := e.with(ctx, func(l *Lease, pid string) error {
+		var s benchStats
+		if err := l.Call(ctx, "bench", e.benchRequest(pid, t), &s, e.opts.BenchTimeout); err != nil {
+			return fmt.Errorf("time %s: %w", t.Label(), err)
+		}
+		out = s.timing(t.Label(), e.opts.Representative)
+		if s.Recheck != nil && !s.Recheck.Passed {
+			return &RecheckError{Reason: s.Recheck.Reason}
+		}
+		return nil
+	})
+	return out, err
+}
+
+type compareRequest struct {
+	ProblemID  string       `json:"problem_id"`
+	A          benchRequest `json:"a"`
+	B          benchRequest `json:"b"`
+	WarmupMS   float64      `json:"warmup_ms"`
+	RepMS      float64      `json:"rep_ms"`
+	FlushBytes int64        `json:"flush_bytes"`
+	Rotate     bool         `json:"rotate"`
+}
+
+// Compare times a and b interleaved (A B A B ...).
+func (e *Engine) Compare(ctx context.Context, a, b platform.Target) (platform.Timing, platform.Timing, error) {
+	var ta, tb platform.Timing
+	err := e.with(ctx, func(l *Lease, pid string) error {
+		req := compareRequest{ProblemID: pid, A: e.benchRequest(pid, a), B: e.benchRequest(pid, b),
+			WarmupMS: e.opts.WarmupMS, RepMS: 2 * e.opts.RepMS, FlushBytes: e.opts.FlushBytes, Rotate: true}
+		var r struct {
+			A benchStats `json:"a"`
+			B benchStats `json:"b"`
+		}
+		if err := l.Call(ctx, "compare", req, &r, 2*e.opts.BenchTimeout); err != nil {
+			return fmt.Errorf("compare %s with %s: %w", a.Label(), b.Label(), err)
+		}
+		ta, tb = r.A.timing(a.Label(), e.opts.Representative), r.B.timing(b.Label(), e.opts.Representative)
+		return nil
+	})
+	return ta, tb, err
+}
+
+// Close releases the pool.
+func (e *Engine) Close() error { return e.pool.Close() }
+
+// Interface guards
+var (
+	_ platform.Verifier    = (*Engine)(nil)
+	_ platform.Benchmarker = (*Engine)(nil)
+	_ platform.Comparer    = (*Engine)(nil)
+	_ platform.Session     = (*Engine)(nil)
+)

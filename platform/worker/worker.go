@@ -1,0 +1,508 @@
+// Package worker supervises long-lived Python worker processes that import
+// torch and triton once and then verify and time candidate kernels, speaking
+// JSON lines (see PROTOCOL.md). Each worker runs in its own process group with
+// a scrubbed environment, a private working directory and, where the OS
+// allows, no network; it is killed as a group on timeout and restarted after
+// any crash, CUDA error or tampering.
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configure one worker process.
+type Options struct {
+	// Python is the interpreter (must import torch; triton on GPUs).
+	Python string
+	// HarnessDir holds the kagent_harness package (harness.Install).
+	HarnessDir string
+	// Device is "cuda" or "cpu" (KAGENT_DEVICE in the worker).
+	Device string
+	// Env adds variables to the scrubbed environment (CUDA_VISIBLE_DEVICES=0, ...).
+	Env []string
+	// WorkDir is the worker's private working directory; "" makes a temporary one.
+	WorkDir string
+	// StartTimeout bounds start-up: imports plus the hello handshake.
+	StartTimeout time.Duration
+	// Isolate puts the worker in a new network namespace where permitted.
+	Isolate bool
+	// Logger receives lifecycle events; nil discards them.
+	Logger *slog.Logger
+	// Command overrides the worker command line (tests use fake workers).
+	Command []string
+}
+
+// Hello is the worker's handshake.
+type Hello struct {
+	PID              int     `json:"pid"`
+	Python           string  `json:"python"`
+	Torch            string  `json:"torch"`
+	Triton           *string `json:"triton"`
+	Interpret        bool    `json:"interpret"`
+	CompileAvailable bool    `json:"compile_available"`
+	Device           Device  `json:"device"`
+	// Isolated is set by the supervisor: the worker has no network.
+	Isolated bool `json:"-"`
+}
+
+// Device describes the worker's device.
+type Device struct {
+	Type        string `json:"type"`
+	Name        string `json:"name"`
+	Capability  string `json:"capability"`
+	TotalMemory int64  `json:"total_memory"`
+	L2Bytes     int64  `json:"l2_bytes"`
+	SMCount     int    `json:"sm_count"`
+}
+
+// reply is one line from the worker.
+type reply struct {
+	ID     int             `json:"id"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *ReplyError     `json:"error"`
+}
+
+// maxLine bounds one reply line; a longer one is protocol corruption.
+const maxLine = 64 << 20
+
+// stderrTailSize is how much of the worker's stderr is kept for errors.
+const stderrTailSize = 64 << 10
+
+// Worker is one running Python worker. Calls are serialised.
+type Worker struct {
+	opts    Options
+	log     *slog.Logger
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	lines   chan []byte // reply lines, closed at EOF
+	readErr error       // why lines closed (set before close)
+	done    chan struct{}
+	waitErr error // set before done is closed
+	tail    *tailBuffer
+	workDir string
+	ownDir  bool
+
+	mu     sync.Mutex // one call at a time
+	nextID int
+	closed bool
+	hello  Hello
+}
+
+// Start launches a worker and waits for its handshake.
+func Start(ctx context.Context, o Options) (*Worker, error) {
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 5 * time.Minute
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	w := &Worker{opts: o, log: log, lines: make(chan []byte, 1), done: make(chan struct{}), tail: newTailBuffer(stderrTailSize), nextID: 1}
+	if o.WorkDir == "" {
+		d, err := os.MkdirTemp("", "kagent-worker-")
+		if err != nil {
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+		w.workDir, w.ownDir = d, true
+	} else {
+		if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+		w.workDir = o.WorkDir
+	}
+	isolated, err := w.launch(o.Isolate)
+	if err != nil && o.Isolate {
+		log.Warn("worker network isolation unavailable; starting without it", "err", err)
+		isolated, err = w.launch(false)
+	}
+	if err != nil {
+		w.cleanup()
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	w.hello.Isolated = isolated
+	// The handshake is the reply to the implicit request 0.
+	var h Hello
+	hctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	if err := w.await(hctx, 0, &h); err != nil {
+		w.Kill()
+		return nil, fmt.Errorf("start worker: handshake: %w", err)
+	}
+	h.Isolated = isolated
+	w.hello = h
+	log.Debug("worker ready", "pid", h.PID, "device", h.Device.Name, "torch", h.Torch, "isolated", isolated)
+	return w, nil
+}
+
+func (w *Worker) launch(isolate bool) (bool, error) {
+	argv := w.opts.Command
+	if len(argv) == 0 {
+		argv = []string{w.opts.Python, "-u", "-m", "kagent_harness.worker"}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = w.workDir
+	cmd.Env = scrubbedEnv(os.Environ(), w.workDir, w.opts)
+	cmd.SysProcAttr = sysProcAttr(isolate)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return false, err
+	}
+	// Plain pipes, not StdoutPipe: the readers see EOF only when every holder
+	// of the write end (the worker and anything it spawned) has closed it, and
+	// Wait never races the readers.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return false, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return false, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{outR, outW, errR, errW} {
+			f.Close()
+		}
+		return false, err
+	}
+	outW.Close()
+	errW.Close()
+	w.cmd, w.stdin = cmd, stdin
+	go w.readLines(outR)
+	go func() {
+		_, _ = io.Copy(w.tail, errR)
+		errR.Close()
+	}()
+	go func() {
+		err := cmd.Wait()
+		w.waitErr = err
+		close(w.done)
+	}()
+	return isolate, nil
+}
+
+// readLines forwards reply lines until EOF or a line over maxLine.
+func (w *Worker) readLines(r io.Reader) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	defer close(w.lines)
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > maxLine {
+			w.readErr = fmt.Errorf("%w: reply line over %d bytes", ErrProtocol, maxLine)
+			_, _ = io.Copy(io.Discard, br)
+			return
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if len(bytes.TrimSpace(buf)) > 0 {
+				w.readErr = fmt.Errorf("%w: unterminated reply at exit", ErrProtocol)
+			}
+			return
+		}
+		line := bytes.TrimSpace(buf)
+		buf = nil
+		if len(line) == 0 {
+			continue
+		}
+		w.lines <- append([]byte(nil), line...)
+	}
+}
+
+// Hello returns the handshake.
+func (w *Worker) Hello() Hello { return w.hello }
+
+// PID returns the worker's process id.
+func (w *Worker) PID() int {
+	if w.cmd == nil || w.cmd.Process == nil {
+		return 0
+	}
+	return w.cmd.Process.Pid
+}
+
+// StderrTail returns the last bytes the worker wrote to stderr.
+func (w *Worker) StderrTail() string { return w.tail.String() }
+
+// Alive reports whether the process is still running.
+func (w *Worker) Alive() bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Call sends one request and decodes the result into out. timeout bounds the
+// call (0 = only ctx). A timeout kills the worker (*TimeoutError); a worker
+// that dies gives *ExitError; an error reply gives *ReplyError (with Fatal
+// set when the worker is poisoned and exits).
+func (w *Worker) Call(ctx context.Context, op string, req any, out any, timeout time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || !w.Alive() {
+		return w.exitError()
+	}
+	id := w.nextID
+	w.nextID++
+	msg, err := encodeRequest(id, op, req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if _, err := w.stdin.Write(msg); err != nil {
+		<-w.doneOrTimeout(2 * time.Second)
+		return w.exitError()
+	}
+	cctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	err = w.await(cctx, id, out)
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		te.Op, te.After = op, timeout
+	}
+	return err
+}
+
+// await waits for the reply with the given id.
+func (w *Worker) await(ctx context.Context, id int, out any) error {
+	for {
+		select {
+		case line, ok := <-w.lines:
+			if done, err := w.handle(line, ok, id, out); done {
+				return err
+			}
+		case <-ctx.Done():
+			w.Kill()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return &TimeoutError{Stderr: w.tail.String()}
+			}
+			return ctx.Err()
+		case <-w.done:
+			// The process exited: read what it wrote before it went.
+			grace := time.After(2 * time.Second)
+			for {
+				select {
+				case line, ok := <-w.lines:
+					if done, err := w.handle(line, ok, id, out); done {
+						return err
+					}
+				case <-grace:
+					return w.exitError()
+				}
+			}
+		}
+	}
+}
+
+// handle processes one reply line; done is false for a stale reply.
+func (w *Worker) handle(line []byte, ok bool, id int, out any) (done bool, err error) {
+	if !ok {
+		<-w.doneOrTimeout(5 * time.Second)
+		if w.readErr != nil {
+			w.Kill()
+			return true, &ExitError{Err: w.readErr, Stderr: w.tail.String(), Code: -1}
+		}
+		return true, w.exitError()
+	}
+	var r reply
+	if err := json.Unmarshal(line, &r); err != nil {
+		w.Kill()
+		return true, &ExitError{Err: fmt.Errorf("%w: unparsable reply %.80q", ErrProtocol, line), Stderr: w.tail.String(), Code: -1}
+	}
+	if r.ID != id {
+		w.log.Warn("dropping stale worker reply", "want", id, "got", r.ID)
+		return false, nil
+	}
+	if !r.OK {
+		if r.Error == nil {
+			r.Error = &ReplyError{Kind: "protocol", Message: "error reply without error"}
+		}
+		if r.Error.Fatal {
+			// The worker exits after a fatal reply; make sure it does.
+			go func() {
+				<-w.doneOrTimeout(10 * time.Second)
+				w.Kill()
+			}()
+		}
+		return true, r.Error
+	}
+	if out != nil && len(r.Result) > 0 {
+		if err := json.Unmarshal(r.Result, out); err != nil {
+			return true, fmt.Errorf("%w: result: %v", ErrProtocol, err)
+		}
+	}
+	return true, nil
+}
+
+func (w *Worker) doneOrTimeout(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		select {
+		case <-w.done:
+		case <-time.After(d):
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+func (w *Worker) exitError() error {
+	select {
+	case <-w.done:
+	default:
+		if w.closed {
+			return ErrClosed
+		}
+		return &ExitError{Err: errors.New("worker stopped answering"), Stderr: w.tail.String()}
+	}
+	e := &ExitError{Stderr: w.tail.String(), Code: -1}
+	if w.cmd.ProcessState != nil {
+		e.Code = w.cmd.ProcessState.ExitCode()
+		if ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal().String()
+		}
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	return e
+}
+
+// Kill stops the whole process group: SIGTERM, then SIGKILL after a grace
+// period. It returns when the process has exited.
+func (w *Worker) Kill() {
+	if w.cmd == nil || w.cmd.Process == nil || !w.Alive() {
+		return
+	}
+	pgid := w.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-w.done:
+	case <-time.After(3 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-w.done
+	}
+	// Children left in the group (a candidate's subprocesses) go too.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// Close asks the worker to exit, kills it if it does not, and removes its
+// private directory. It is idempotent.
+func (w *Worker) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	if w.Alive() {
+		if msg, err := encodeRequest(w.nextID, "shutdown", nil); err == nil {
+			_, _ = w.stdin.Write(msg)
+		}
+		_ = w.stdin.Close()
+		select {
+		case <-w.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.Kill()
+	w.cleanup()
+	return nil
+}
+
+func (w *Worker) cleanup() {
+	if w.ownDir && w.workDir != "" {
+		_ = os.RemoveAll(w.workDir)
+	}
+}
+
+// encodeRequest merges id and op into the request's JSON object.
+func encodeRequest(id int, op string, req any) ([]byte, error) {
+	m := map[string]any{}
+	if req != nil {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("request must be a JSON object: %w", err)
+		}
+	}
+	m["id"], m["op"] = id, op
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// envAllow lists the variables (or prefixes, ending in _) a worker inherits.
+// Everything else — LLM keys, cloud credentials, tokens — stays behind.
+var envAllow = []string{
+	"PATH", "LANG", "LC_", "TZ", "TMPDIR", "TERM",
+	"LD_LIBRARY_PATH", "CUDA_", "NVIDIA_", "HIP_", "ROCR_", "ROCM_", "HSA_", "AMD_",
+	"ZE_", "ONEAPI_", "SYCL_", "TRITON_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_",
+	"OMP_NUM_THREADS", "MKL_NUM_THREADS", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONHOME",
+}
+
+// envDeny drops any variable whose name mentions a secret, even if allowed.
+var envDeny = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "SESSION"}
+
+// scrubbedEnv builds a worker's environment from the allowlist.
+func scrubbedEnv(environ []string, workDir string, o Options) []string {
+	var env []string
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !allowedEnv(name) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"HOME="+workDir,
+		"PYTHONPATH="+o.HarnessDir,
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONUNBUFFERED=1",
+		"KAGENT_DEVICE="+o.Device,
+	)
+	return append(env, o.Env...)
+}
+
+func allowedEnv(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, d := range envDeny {
+		if strings.Contains(upper, d) {
+			return false
+		}
+	}
+	for _, a := range envAllow {
+		if name == a || strings.HasSuffix(a, "_") && strings.HasPrefix(name, a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,274 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func python(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("KAGENT_PYTHON"); p != "" {
+		return p
+	}
+	return "python3"
+}
+
+func fakeOptions(t *testing.T, env ...string) Options {
+	script, err := filepath.Abs("testdata/fakeworker.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Command: []string{python(t), "-u", script}, Device: "cpu", Env: env, StartTimeout: 30 * time.Second, Isolate: true}
+}
+
+func startFake(t *testing.T, env ...string) *Worker {
+	t.Helper()
+	w, err := Start(context.Background(), fakeOptions(t, env...))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+func TestCallAndClose(t *testing.T) {
+	w := startFake(t)
+	if w.Hello().Torch != "fake" || w.Hello().PID == 0 {
+		t.Fatalf("hello = %+v", w.Hello())
+	}
+	var out map[string]any
+	if err := w.Call(context.Background(), "echo", map[string]any{"x": "a<b&&c"}, &out, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if out["x"] != "a<b&&c" || out["op"] != "echo" {
+		t.Fatalf("echo = %v", out)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if w.Alive() {
+		t.Fatal("worker alive after Close")
+	}
+	if err := w.Call(context.Background(), "echo", nil, nil, time.Second); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Call after Close = %v", err)
+	}
+}
+
+func TestTimeoutKillsTheGroup(t *testing.T) {
+	w := startFake(t)
+	err := w.Call(context.Background(), "sleep", map[string]any{"seconds": 3600, "child": true}, nil, 2*time.Second)
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Op != "sleep" {
+		t.Fatalf("err = %v, want TimeoutError", err)
+	}
+	if w.Alive() {
+		t.Fatal("worker alive after timeout")
+	}
+	// The child it spawned is gone too: the group is empty.
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(-w.PID(), 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("process group still has members after the kill")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestCancelStopsCall(t *testing.T) {
+	w := startFake(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	if err := w.Call(ctx, "sleep", map[string]any{"seconds": 3600}, nil, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestCrashes(t *testing.T) {
+	t.Run("exit code", func(t *testing.T) {
+		w := startFake(t)
+		err := w.Call(context.Background(), "exit", map[string]any{"code": 3}, nil, 10*time.Second)
+		var xe *ExitError
+		if !errors.As(err, &xe) || xe.Code != 3 || !strings.Contains(xe.Stderr, "exiting with 3") {
+			t.Fatalf("err = %#v", err)
+		}
+		if !strings.Contains(err.Error(), "exiting with 3") {
+			t.Errorf("message lacks the stderr tail: %v", err)
+		}
+	})
+	t.Run("segfault", func(t *testing.T) {
+		w := startFake(t)
+		err := w.Call(context.Background(), "segv", nil, nil, 10*time.Second)
+		var xe *ExitError
+		if !errors.As(err, &xe) || xe.Signal == "" {
+			t.Fatalf("err = %#v, want a signal", err)
+		}
+	})
+	t.Run("fatal reply", func(t *testing.T) {
+		w := startFake(t)
+		err := w.Call(context.Background(), "fatal", nil, nil, 10*time.Second)
+		var re *ReplyError
+		if !errors.As(err, &re) || !re.Fatal || re.Kind != "cuda_error" {
+			t.Fatalf("err = %v", err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for w.Alive() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if w.Alive() {
+			t.Fatal("worker alive after a fatal reply")
+		}
+	})
+	t.Run("non-fatal reply", func(t *testing.T) {
+		w := startFake(t)
+		err := w.Call(context.Background(), "fail", nil, nil, 10*time.Second)
+		var re *ReplyError
+		if !errors.As(err, &re) || re.Fatal || !w.Alive() {
+			t.Fatalf("err = %v alive=%v", err, w.Alive())
+		}
+	})
+}
+
+func TestProtocolCorruption(t *testing.T) {
+	w := startFake(t)
+	err := w.Call(context.Background(), "garbage", nil, nil, 10*time.Second)
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("err = %v, want ErrProtocol", err)
+	}
+	if w.Alive() {
+		t.Fatal("a worker that corrupted the protocol must be killed")
+	}
+	w2 := startFake(t)
+	var out map[string]any
+	if err := w2.Call(context.Background(), "stale", nil, &out, 10*time.Second); err != nil || out["fresh"] != true {
+		t.Fatalf("stale reply not skipped: %v %v", out, err)
+	}
+}
+
+func TestStderrFloodIsBounded(t *testing.T) {
+	w := startFake(t)
+	if err := w.Call(context.Background(), "spam", map[string]any{"bytes": 8 << 20}, nil, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.StderrTail()); n > stderrTailSize {
+		t.Fatalf("stderr tail holds %d bytes", n)
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	for _, mode := range []string{"silent", "garbage", "die"} {
+		t.Run(mode, func(t *testing.T) {
+			o := fakeOptions(t, "FAKE_START="+mode)
+			o.StartTimeout = 2 * time.Second
+			if _, err := Start(context.Background(), o); err == nil {
+				t.Fatal("Start succeeded")
+			}
+		})
+	}
+	o := fakeOptions(t)
+	o.Command = []string{"/no/such/python"}
+	if _, err := Start(context.Background(), o); err == nil {
+		t.Fatal("Start of a missing interpreter succeeded")
+	}
+}
+
+func TestEnvironmentIsScrubbed(t *testing.T) {
+	secrets := map[string]string{
+		"OPENAI_API_KEY": "sk-test-openai", "ANTHROPIC_API_KEY": "sk-ant-test", "AWS_SECRET_ACCESS_KEY": "aws-secret",
+		"GITHUB_TOKEN": "ghp_test", "CUDA_AUTH_TOKEN": "cuda-token", "MY_PASSWORD": "hunter2",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "3")
+	w := startFake(t, "EXTRA=1")
+	var out struct {
+		Env map[string]string `json:"env"`
+		Cwd string            `json:"cwd"`
+	}
+	if err := w.Call(context.Background(), "env", nil, &out, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range out.Env {
+		for _, s := range secrets {
+			if strings.Contains(v, s) {
+				t.Errorf("secret reached the worker in %s", k)
+			}
+		}
+	}
+	if out.Env["CUDA_VISIBLE_DEVICES"] != "3" || out.Env["EXTRA"] != "1" || out.Env["KAGENT_DEVICE"] != "cpu" {
+		t.Errorf("expected variables missing: %v", out.Env)
+	}
+	if out.Env["HOME"] != out.Cwd || out.Cwd == "" {
+		t.Errorf("HOME %q is not the private working dir %q", out.Env["HOME"], out.Cwd)
+	}
+}
+
+func TestNetworkIsolation(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	w := startFake(t)
+	if !w.Hello().Isolated {
+		t.Skip("this machine does not allow a new network namespace")
+	}
+	var out struct {
+		Connected bool `json:"connected"`
+	}
+	if err := w.Call(context.Background(), "net", map[string]any{"port": ln.Addr().(*net.TCPAddr).Port}, &out, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if out.Connected {
+		t.Fatal("an isolated worker reached a listener on the host")
+	}
+}
+
+func TestPoolReplacesDeadWorkers(t *testing.T) {
+	p, err := NewPool(context.Background(), []Options{fakeOptions(t)}, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.PID()
+	_ = l.Call(context.Background(), "exit", map[string]any{"code": 1}, nil, 10*time.Second)
+	l.Release()
+	l, err = p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if l.PID() == first || !l.Alive() {
+		t.Fatalf("dead worker not replaced (pid %d -> %d)", first, l.PID())
+	}
+	if p.Restarts(0) != 1 {
+		t.Errorf("restarts = %d, want 1", p.Restarts(0))
+	}
+	var out map[string]any
+	if err := l.Call(context.Background(), "echo", nil, &out, 10*time.Second); err != nil {
+		t.Fatalf("replacement does not serve: %v", err)
+	}
+}
