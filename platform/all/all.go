@@ -4,6 +4,8 @@ package all
 
 import (
 	// Each platform registers itself in its init.
+	_ "github.com/kagent-dev/kagent/platform/cpu"
+	_ "github.com/kagent-dev/kagent/platform/cuda"
 	_ "github.com/kagent-dev/kagent/platform/noop"
 	_ "github.com/kagent-dev/kagent/platform/rocm"
 	_ "github.com/kagent-dev/kagent/platform/xpu"

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+func evalCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "eval",
+		Usage: "verify a kernel dir's kernel and time it against PyTorch eager and torch.compile",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "folder holding problem.py and input.py (or kernel.py)"},
+			&cli.StringFlag{Name: "kernel", Usage: "evaluate this file instead of the kernel dir's input.py"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+			&cli.Float64Flag{Name: "min-speedup", Usage: "exit 3 unless the kernel is at least this many times faster than --against"},
+			&cli.StringFlag{Name: "against", Value: "eager", Usage: "baseline for --min-speedup: eager or compile"},
+		}, configFlags()...),
+		Action: runEval,
+	}
+}
+
+// evalReport is what eval prints.
+type evalReport struct {
+	Kernel         string             `json:"kernel"`
+	Platform       string             `json:"platform"`
+	Device         string             `json:"device"`
+	Verdict        platform.Verdict   `json:"verdict"`
+	Timings        []platform.Timing  `json:"timings"`
+	SpeedupVs      map[string]float64 `json:"speedup_vs,omitempty"`
+	FloorMS        float64            `json:"floor_ms,omitempty"`
+	FloorFrac      float64            `json:"fraction_of_floor,omitempty"`
+	Problems       []string           `json:"problems,omitempty"`
+	Representative bool               `json:"representative"`
+}
+
+func runEval(c *cli.Context) error {
+	against := c.String("against")
+	if against != "eager" && against != "compile" {
+		return usageError("--against %q: give eager or compile", against)
+	}
+	s, err := setup(c)
+	if err != nil {
+		return err
+	}
+	if !s.platform.Executes() {
+		return usageError("eval runs kernels; the %s platform executes nothing (choose --platform cuda, rocm, xpu or cpu)", s.platform.Name())
+	}
+	cand := platform.Candidate{ID: "input", Path: s.task.KernelPath, Source: s.task.KernelSource}
+	if k := c.String("kernel"); k != "" {
+		cand = platform.Candidate{ID: "kernel", Path: absPath(k)}
+	}
+	sess, err := s.platform.Open(c.Context, s.task)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	rep := evalReport{Kernel: cand.Path, Platform: s.platform.Name(), SpeedupVs: map[string]float64{}}
+	ws, _ := sess.(*worker.Session)
+	if ws != nil {
+		rep.Device = ws.Hello.Device.Name
+	}
+	v, err := sess.Verify(c.Context, cand)
+	if err != nil {
+		return err
+	}
+	rep.Verdict = v
+	targets := []platform.Target{{Kind: platform.TargetEager}, {Kind: platform.TargetCompile}}
+	if v.Passed {
+		targets = append([]platform.Target{{Kind: platform.TargetKernel, Candidate: cand}}, targets...)
+	}
+	byKind := map[platform.TargetKind]platform.Timing{}
+	for _, t := range targets {
+		tm, err := sess.Time(c.Context, t)
+		var pe *worker.PhysicalLimitError
+		var re *worker.RecheckError
+		switch {
+		case errors.As(err, &pe):
+			rep.Verdict = failVerdict(rep.Verdict, "physical_limit", pe.Err.Error())
+		case errors.As(err, &re):
+			rep.Verdict = failVerdict(rep.Verdict, "caching", re.Reason)
+		case err != nil:
+			return err
+		}
+		rep.Representative = tm.Representative
+		rep.Timings = append(rep.Timings, tm)
+		byKind[t.Kind] = tm
+	}
+	k, ok := byKind[platform.TargetKernel]
+	if ok && rep.Verdict.Passed && k.MedianMS > 0 {
+		for _, b := range []platform.TargetKind{platform.TargetEager, platform.TargetCompile} {
+			if bt, ok := byKind[b]; ok && bt.MedianMS > 0 && bt.Unavailable == "" {
+				rep.SpeedupVs[string(b)] = bt.MedianMS / k.MedianMS
+			}
+		}
+		if ws != nil && ws.Specs.MemBWGBs > 0 {
+			if info, err := ws.Info(c.Context); err == nil {
+				flops := 0.0
+				if info.FLOPs != nil {
+					flops = *info.FLOPs
+				}
+				dtype := s.task.Options.DType
+				if dtype == "" && len(info.Inputs) > 0 {
+					dtype = info.Inputs[0].DType
+				}
+				rep.FloorMS = roofline.Floor(info.BytesIn+info.BytesOut, flops, dtype, ws.Specs)
+				rep.FloorFrac = rep.FloorMS / k.MedianMS
+			}
+		}
+	}
+	if c.Bool("json") {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(c.App.Writer, string(b))
+	} else {
+		printEval(c.App.Writer, rep)
+	}
+	if !rep.Verdict.Passed {
+		return withCode(ExitError, fmt.Errorf("verification failed: %s: %s", rep.Verdict.Failure, rep.Verdict.Reason))
+	}
+	if min := c.Float64("min-speedup"); min > 0 {
+		got, ok := rep.SpeedupVs[against]
+		if !ok {
+			return withCode(ExitError, fmt.Errorf("--min-speedup: no %s time to compare with", against))
+		}
+		if got < min {
+			return withCode(ExitNoImprovement, fmt.Errorf("speedup over %s is %.3fx, below --min-speedup %.3fx", against, got, min))
+		}
+	}
+	return nil
+}
+
+func failVerdict(v platform.Verdict, name, reason string) platform.Verdict {
+	v.Passed = false
+	if v.Failure == "" {
+		v.Failure, v.Reason = name, reason
+	}
+	v.Checks = append(v.Checks, platform.Check{Name: name, Reason: reason})
+	return v
+}
+
+func printEval(w io.Writer, r evalReport) {
+	fmt.Fprintf(w, "kernel:   %s\nplatform: %s %s\n", r.Kernel, r.Platform, r.Device)
+	status := "PASSED"
+	if !r.Verdict.Passed {
+		status = "FAILED " + r.Verdict.Failure + ": " + r.Verdict.Reason
+	}
+	fmt.Fprintf(w, "verify:   %s (%s)\n", status, r.Verdict.Duration.Round(1e6))
+	var names []string
+	for _, ch := range r.Verdict.Checks {
+		mark := "ok"
+		switch {
+		case ch.Skipped:
+			mark = "skipped"
+		case !ch.Passed:
+			mark = "FAIL"
+		}
+		names = append(names, ch.Name+" "+mark)
+	}
+	fmt.Fprintf(w, "checks:   %s\n", strings.Join(names, ", "))
+	if r.Verdict.TF32 != "" {
+		fmt.Fprintf(w, "tf32:     %s (reference and kernel)\n", r.Verdict.TF32)
+	}
+	t := newTable(w)
+	t.row("TARGET", "MEDIAN ms", "P20 ms", "P80 ms", "CV", "N", "SPEEDUP")
+	for _, tm := range r.Timings {
+		if tm.Unavailable != "" {
+			t.row(tm.Target, "-", "-", "-", "-", "-", "unavailable: "+tm.Unavailable)
+			continue
+		}
+		sp := ""
+		if tm.Target != "eager" && tm.Target != "compile" {
+			var parts []string
+			for _, b := range []string{"eager", "compile"} {
+				if x, ok := r.SpeedupVs[b]; ok {
+					parts = append(parts, fmt.Sprintf("%.2fx vs %s", x, b))
+				}
+			}
+			sp = strings.Join(parts, ", ")
+		}
+		t.row(tm.Target, fmt.Sprintf("%.4f", tm.MedianMS), fmt.Sprintf("%.4f", tm.P20MS), fmt.Sprintf("%.4f", tm.P80MS), fmt.Sprintf("%.2f%%", 100*tm.CV), fmt.Sprint(tm.N), sp)
+	}
+	_ = t.flush()
+	if r.FloorMS > 0 {
+		fmt.Fprintf(w, "roofline floor: %.4f ms; the kernel runs at %.1f%% of it\n", r.FloorMS, 100*r.FloorFrac)
+	}
+	if !r.Representative {
+		fmt.Fprintln(w, "note: timings on this platform are not representative of GPU performance")
+	}
+}

@@ -1,0 +1,170 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/worker/harness"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+// SessionConfig describes a worker-backed session.
+type SessionConfig struct {
+	Python string
+	Device string // "cuda" or "cpu"
+	// Slots holds one extra environment per worker, e.g. CUDA_VISIBLE_DEVICES=0;
+	// nil means one worker with no extra variables.
+	Slots    [][]string
+	Env      []string
+	Spare    bool
+	Isolate  bool
+	CacheDir string
+	Engine   EngineOptions
+	// Specs resolves the GPU from the worker's handshake; nil = no GPU specs
+	// (no physical-limit check).
+	Specs  func(Hello) (roofline.Specs, error)
+	Logger *slog.Logger
+	// SecretSeed is the per-run draw never shown to the LLM; 0 picks one.
+	SecretSeed int64
+	// TritonIfImportable sets Engine.RequireTriton from the handshake: Triton
+	// is required exactly when the worker can import it (the cpu platform).
+	TritonIfImportable bool
+}
+
+// Session is a platform.Session on warm workers, with the physical-limit
+// check (verification check 8) applied to every timed kernel.
+type Session struct {
+	*Engine
+	Hello Hello
+	Specs roofline.Specs
+	cfg   SessionConfig
+}
+
+// OpenSession starts the workers and binds them to a task.
+func OpenSession(ctx context.Context, task *kerneldir.Task, c SessionConfig) (*Session, error) {
+	if task == nil {
+		return nil, errors.New("open session: no kernel dir")
+	}
+	cache := c.CacheDir
+	if cache == "" {
+		cache = harness.CacheDir()
+	}
+	hdir, err := harness.Install(cache)
+	if err != nil {
+		return nil, err
+	}
+	slots := c.Slots
+	if len(slots) == 0 {
+		slots = [][]string{nil}
+	}
+	env := append([]string{"TRITON_CACHE_DIR=" + filepath.Join(cache, "triton")}, c.Env...)
+	var opts []Options
+	for _, s := range slots {
+		opts = append(opts, Options{Python: c.Python, HarnessDir: hdir, Device: c.Device,
+			Env: append(append([]string(nil), env...), s...), Isolate: c.Isolate, Logger: c.Logger})
+	}
+	pool, err := NewPool(ctx, opts, c.Spare, c.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Hello: pool.Hello(), cfg: c}
+	if c.Specs != nil {
+		if s.Specs, err = c.Specs(s.Hello); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	eo := c.Engine
+	if c.TritonIfImportable {
+		eo.RequireTriton = s.Hello.Triton != nil
+	}
+	if eo.FlushBytes == 0 {
+		l2 := s.Hello.Device.L2Bytes
+		if l2 == 0 && s.Specs.L2MB > 0 {
+			l2 = int64(s.Specs.L2MB * (1 << 20))
+		}
+		eo.FlushBytes = 2 * l2
+	}
+	seed := c.SecretSeed
+	if seed == 0 {
+		seed = SecretSeed()
+	}
+	s.Engine = NewEngine(pool, NewLoadRequest(task, seed), eo)
+	return s, nil
+}
+
+// SecretSeed draws a random seed for a run's hidden input draw.
+func SecretSeed() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.LittleEndian.Uint64(b[:])>>34) + 1000
+}
+
+// PhysicalLimitError: a kernel measured faster than the roofline floor allows
+// (verification check 8).
+type PhysicalLimitError struct{ Err error }
+
+func (e *PhysicalLimitError) Error() string { return "physical_limit: " + e.Err.Error() }
+func (e *PhysicalLimitError) Unwrap() error { return e.Err }
+
+// Time times a target; a kernel faster than physically possible gives
+// *PhysicalLimitError along with its timing.
+func (s *Session) Time(ctx context.Context, t platform.Target) (platform.Timing, error) {
+	tm, err := s.Engine.Time(ctx, t)
+	if err != nil || t.Kind != platform.TargetKernel {
+		return tm, err
+	}
+	return tm, s.checkPhysical(ctx, tm)
+}
+
+func (s *Session) checkPhysical(ctx context.Context, tm platform.Timing) error {
+	if s.Specs.MemBWGBs == 0 || !tm.Representative {
+		return nil
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	flops := 0.0
+	if info.FLOPs != nil {
+		flops = *info.FLOPs
+	}
+	dtype := s.Engine.req.DType
+	if dtype == "" && len(info.Inputs) > 0 {
+		dtype = info.Inputs[0].DType
+	}
+	if err := roofline.CheckPhysical(tm.MedianMS, info.BytesIn+info.BytesOut, flops, dtype, s.Specs); err != nil {
+		return &PhysicalLimitError{Err: err}
+	}
+	return nil
+}
+
+// Accept is the acceptance gate: it verifies a candidate in a brand-new
+// worker process with new seeds (public and secret), so nothing a candidate
+// did to the warm workers can help it.
+func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Verdict, error) {
+	opts := s.Engine.pool.slots[0].opts
+	pool, err := NewPool(ctx, []Options{opts}, false, s.cfg.Logger)
+	if err != nil {
+		return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
+	}
+	defer pool.Close()
+	req := s.Engine.req
+	req.Seeds = []int64{SecretSeed(), SecretSeed(), SecretSeed()}
+	e := NewEngine(pool, req, s.Engine.opts)
+	start := time.Now()
+	v, err := e.Verify(ctx, c)
+	v.Duration = time.Since(start)
+	return v, err
+}
+
+// Interface guards
+var _ platform.Session = (*Session)(nil)
