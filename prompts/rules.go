@@ -1,0 +1,35 @@
+package prompts
+
+// Ban is one class of operations a candidate kernel must not use.
+type Ban struct {
+	// What names the operations as the model should read them.
+	What string
+	// Why says what they would defeat.
+	Why string
+}
+
+// BannedOperations words, for the model, the ban tables of the verifier's
+// static check (platform/worker/harness/kagent_harness/static_check.py:
+// BANNED_MODULES, BANNED_QUALIFIED, LIBRARY_OPS/LIBRARY_METHODS, STRICT_OPS,
+// BANNED_BUILTINS, BANNED_ATTRIBUTES). The harness is the authority; keep
+// this list in step when its tables change. It applies to module-level code,
+// kernel_function, ModelNew's methods and what they call, not to the bodies
+// of @triton.jit functions.
+var BannedOperations = []Ban{
+	{"the reference Model, or importing the problem module", "it would run the reference"},
+	{"torch.nn.functional (F.*), calling torch.nn layers (nn.Linear(...)(x), nn.Conv2d, ...), torch.ops.* (torch.ops.aten.*) and torch.linalg / torch.fft / torch.sparse", "PyTorch would compute the result"},
+	{"torch matrix products: matmul, mm, bmm, addmm, baddbmm, mv, dot, einsum, tensordot, linear, the @ operator on tensors", "cuBLAS would compute the result"},
+	{"torch convolutions, pooling, attention, embedding, dropout, interpolation and loss functions", "PyTorch would compute the result"},
+	{"torch reductions, scans and sorts, as functions or tensor methods: sum, mean, max, min, amax, amin, prod, var, std, norm, cumsum, logsumexp, argmax, topk, sort, ...", "PyTorch would compute the result"},
+	{"torch softmax, log_softmax and normalizations (layer_norm, batch_norm, group_norm, instance_norm, rms_norm)", "PyTorch would compute the result"},
+	{"torch elementwise math outside Triton on a GPU: exp, log, sqrt, rsqrt, pow, abs, where, clamp, maximum, relu, sigmoid, tanh, gelu, silu, ...", "the math belongs in the Triton kernel"},
+	{"other array libraries and compilers: numpy, cupy, scipy, jax, numba, pycuda, cuda bindings, cutlass, torch.utils.cpp_extension", "the kernel must compute in Triton"},
+	{"torch.compile, torch.jit, torch.export", "another compiler would produce the kernel"},
+	{"CUDA/HIP streams and graphs (torch.cuda.Stream, torch.cuda.stream, torch.cuda.graph, CUDAGraph)", "work would escape the timed stream"},
+	{"threads, processes and event loops (threading, multiprocessing, concurrent.futures, asyncio, subprocess, os.system, os.fork)", "work would run outside the timed call"},
+	{"ctypes, cffi, mmap, importlib, pickle, eval, exec, compile, __import__, globals(), getattr-style dynamic lookups, __dict__", "they hide what is called or reach into the process"},
+	{"writing sys.modules, os.environ, builtins, torch.set_* or global RNG state, or attributes of torch, triton, time or the harness (monkeypatching)", "they tamper with the measurement"},
+	{"sys.argv, inspect, sys._getframe, stack frames, gc, or anything else that tells a test from a benchmark", "a kernel must behave the same whenever it is called"},
+	{"caching outputs or inputs across calls (functools.lru_cache / cache, globals, id()-keyed dicts)", "it would return stale results instead of computing"},
+	{"open(), sockets and raw file descriptors", "a kernel reads and writes only its tensors"},
+}
