@@ -1,0 +1,318 @@
+package ncu
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults of a Runner.
+const (
+	DefaultTimeout   = 5 * time.Minute
+	DefaultKillGrace = 2 * time.Second
+	// tailBytes is how much of ncu's and the program's output an error keeps.
+	tailBytes = 16 << 10
+)
+
+// Runner runs ncu as a supervised subprocess: its own process group,
+// killed as a group (SIGTERM, then SIGKILL) on timeout or cancellation, a
+// bounded tail of its output kept for errors, and at most one profile per
+// GPU at a time. The zero value is usable.
+type Runner struct {
+	// NCU is the ncu binary (ncu_bin_path): a path, or a name looked up in
+	// PATH. "" tries "ncu" in PATH, then /usr/local/cuda/bin/ncu.
+	NCU string
+	// Env is added to the environment of ncu and the profiled program.
+	Env []string
+	// Timeout bounds one run (0 = DefaultTimeout).
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL to the group
+	// (0 = DefaultKillGrace).
+	KillGrace time.Duration
+	// Logger receives debug lines (nil = discard).
+	Logger *slog.Logger
+}
+
+// Run is one profile: where to run and what.
+type Run struct {
+	// GPU is the CUDA_VISIBLE_DEVICES value for the program and the key of
+	// the per-GPU lock ("" = leave CUDA_VISIBLE_DEVICES alone; lock "default").
+	GPU string
+	// Dir is the working directory; ncu's log file is written there.
+	Dir     string
+	Command Command
+}
+
+// Run executes ncu and parses its CSV. Errors wrap one of the package's
+// sentinels in a *RunError carrying the output tail: ErrNotFound,
+// ErrPermission, ErrUnsupported, ErrUnknownMetric, ErrTimeout, ErrExit, or
+// ErrNoKernels when the marked call launched no matching kernel.
+func (r *Runner) Run(ctx context.Context, run Run) (*Report, error) {
+	bin, err := r.resolve()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := LockGPU(ctx, run.GPU)
+	if err != nil {
+		return nil, fmt.Errorf("profile with ncu: wait for gpu %q: %w", run.GPU, err)
+	}
+	defer unlock()
+
+	dir := run.Dir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	logf, err := os.CreateTemp(dir, "ncu-*.csv")
+	if err != nil {
+		return nil, fmt.Errorf("profile with ncu: %w", err)
+	}
+	logPath := logf.Name()
+	logf.Close()
+	cmdSpec := run.Command
+	cmdSpec.LogFile = logPath
+	args, err := cmdSpec.Args()
+	if err != nil {
+		return nil, err
+	}
+
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	tail := &tailWriter{max: tailBytes}
+	cmd := exec.CommandContext(runCtx, bin, args...)
+	cmd.Dir = run.Dir
+	cmd.Env = append(os.Environ(), r.Env...)
+	if run.GPU != "" {
+		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+run.GPU)
+	}
+	cmd.Stdout, cmd.Stderr = tail, tail
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	grace := r.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	var killTimer *time.Timer
+	var timerMu sync.Mutex
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		timerMu.Lock()
+		killTimer = time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		timerMu.Unlock()
+		return nil
+	}
+	// If ncu's children keep the output pipes open after the group is
+	// signalled, Wait gives up on them after this long.
+	cmd.WaitDelay = grace + time.Second
+
+	r.logger().Debug("ncu start", "bin", bin, "args", args, "gpu", run.GPU)
+	start := time.Now()
+	runErr := cmd.Run()
+	if cmd.Process != nil {
+		// Reap anything the group left behind (the program ncu started).
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	timerMu.Lock()
+	if killTimer != nil {
+		killTimer.Stop()
+	}
+	timerMu.Unlock()
+	r.logger().Debug("ncu done", "elapsed", time.Since(start), "err", runErr)
+
+	logData, _ := os.ReadFile(logPath)
+	defer os.Remove(logPath)
+	output := string(logData) + "\n" + tail.String()
+	exit := -1
+	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
+		exit = cmd.ProcessState.ExitCode()
+	}
+	fail := func(sentinel error, detail string) error {
+		return &RunError{Err: sentinel, ExitCode: exit, Detail: detail, Tail: lastLines(output, 40)}
+	}
+
+	// The context first: a killed ncu also exits non-zero.
+	if runCtx.Err() != nil && runErr != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("profile with ncu: %w", ctx.Err())
+		}
+		return nil, fail(ErrTimeout, fmt.Sprintf("killed after %s", timeout))
+	}
+	if msg := classify(output, runErr != nil); msg.err != nil {
+		return nil, fail(msg.err, msg.detail)
+	}
+	if runErr != nil {
+		detail := setupFailure(output)
+		if detail == "" {
+			detail = firstError(output)
+		}
+		return nil, fail(ErrExit, detail)
+	}
+	rep, err := Parse(bytes.NewReader(logData))
+	if err != nil {
+		return nil, fail(err, "")
+	}
+	if len(rep.Launches) == 0 {
+		detail := "the marked call launched no kernel matching the filter"
+		if len(rep.Available) > 0 {
+			detail += "; ncu saw: " + strings.Join(rep.Available, ", ")
+		}
+		return rep, fail(ErrNoKernels, detail)
+	}
+	return rep, nil
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
+
+// resolve finds the ncu binary.
+func (r *Runner) resolve() (string, error) {
+	if r.NCU != "" {
+		p, err := exec.LookPath(r.NCU)
+		if err != nil {
+			return "", &RunError{Err: ErrNotFound, ExitCode: -1,
+				Detail: fmt.Sprintf("%q (ncu_bin_path): %v", r.NCU, err)}
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("ncu"); err == nil {
+		return p, nil
+	}
+	const fallback = "/usr/local/cuda/bin/ncu"
+	if _, err := os.Stat(fallback); err == nil {
+		return fallback, nil
+	}
+	return "", &RunError{Err: ErrNotFound, ExitCode: -1,
+		Detail: "not in PATH nor at " + fallback + ": install Nsight Compute or set platform_kwargs.ncu_bin_path"}
+}
+
+type diagnosis struct {
+	err    error
+	detail string
+}
+
+var unknownMetricPattern = regexp.MustCompile(`(?im)^==ERROR==.*(failed to find metric|unknown metric|invalid metric|metric .* (?:not found|is not supported|not available)).*$`)
+
+// classify recognises the failures that need a specific message. It looks
+// at ncu's own ==ERROR== lines for "permission" so that a program's
+// PermissionError is not mistaken for a counter problem. An unknown metric
+// counts only when the run failed (ncu 2025.3 drops unknown metrics
+// silently; older versions stop).
+func classify(output string, failed bool) diagnosis {
+	if strings.Contains(output, "ERR_NVGPUCTRPERM") {
+		return diagnosis{ErrPermission, permissionFix}
+	}
+	for _, line := range strings.Split(output, "\n") {
+		if strings.HasPrefix(line, "==ERROR==") && strings.Contains(strings.ToLower(line), "permission") {
+			return diagnosis{ErrPermission, strings.TrimSpace(line) + "; " + permissionFix}
+		}
+	}
+	if strings.Contains(output, "LibraryNotLoaded") || strings.Contains(output, "Failed to initialize the profiler") {
+		return diagnosis{ErrUnsupported, "the profiler could not initialise (sandboxed kernels such as gVisor cannot read counters): " + firstError(output)}
+	}
+	if m := unknownMetricPattern.FindString(output); failed && m != "" {
+		return diagnosis{ErrUnknownMetric, strings.TrimSpace(strings.TrimPrefix(m, "==ERROR=="))}
+	}
+	return diagnosis{}
+}
+
+// setupFailure is the wrapper's one-line report of a failure to load the
+// problem or the candidate, or "".
+func setupFailure(output string) string {
+	const prefix = "kagent: profile setup failed: "
+	for _, line := range strings.Split(output, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+		}
+	}
+	return ""
+}
+
+// firstError is ncu's first ==ERROR== line, or "".
+func firstError(output string) string {
+	for _, line := range strings.Split(output, "\n") {
+		if strings.HasPrefix(line, "==ERROR==") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "==ERROR=="))
+		}
+	}
+	return ""
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	var keep []string
+	for _, l := range lines {
+		// The CSV rows are long and already parsed; keep the messages.
+		if strings.HasPrefix(l, `"`) {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	if len(keep) > n {
+		keep = keep[len(keep)-n:]
+	}
+	return strings.Join(keep, "\n")
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+var _ io.Writer = (*tailWriter)(nil)
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// gpuLocks holds one semaphore (a 1-buffered channel) per GPU key.
+var gpuLocks sync.Map
+
+// LockGPU takes the process-wide profiling lock of one GPU, waiting until
+// it is free or ctx is done. Benchmarkers should take it too, so that a
+// profile's kernel replays never overlap a timing on the same GPU. The
+// returned function releases the lock.
+func LockGPU(ctx context.Context, gpu string) (unlock func(), err error) {
+	if gpu == "" {
+		gpu = "default"
+	}
+	v, _ := gpuLocks.LoadOrStore(gpu, make(chan struct{}, 1))
+	ch := v.(chan struct{})
+	select {
+	case ch <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-ch }) }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
