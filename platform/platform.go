@@ -132,6 +132,7 @@ type Comparer interface {
 type Session interface {
 	Verifier
 	Benchmarker
+	Profiler
 	Close() error
 }
 
@@ -143,8 +144,6 @@ type Platform interface {
 	Open(ctx context.Context, task *kerneldir.Task) (Session, error)
 	// Specs returns the facts of the GPU this platform runs on.
 	Specs(ctx context.Context) (roofline.Specs, error)
-	// Profiler returns the platform's profiler.
-	Profiler() Profiler
 	// Analyzer returns the roofline analyzer for this platform's metrics.
 	Analyzer() RooflineAnalyzer
 	// Guidance is platform-specific advice included in prompts.

@@ -58,9 +58,6 @@ func (p *Platform) Specs(context.Context) (roofline.Specs, error) {
 	return roofline.Specs{Name: "cpu", Vendor: "cpu", Notes: "timings on the cpu platform are not representative of GPU performance"}, nil
 }
 
-// Profiler has nothing to measure on the CPU: the synthetic roofline applies.
-func (p *Platform) Profiler() platform.Profiler { return noProfiler{} }
-
 // Analyzer is the synthetic roofline analyzer.
 func (p *Platform) Analyzer() platform.RooflineAnalyzer {
 	return roofline.Analyzer{Config: roofline.DefaultConfig("synthetic")}
@@ -71,14 +68,5 @@ func (p *Platform) Guidance() string {
 	return "CPU platform: kernels run through the Triton interpreter (or plain torch operations when Triton is absent); times are not representative of a GPU."
 }
 
-type noProfiler struct{}
-
-func (noProfiler) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
-	return roofline.Metrics{Source: "synthetic", Fallback: "no hardware profiler on the cpu platform"}, nil
-}
-
 // Interface guards
-var (
-	_ platform.Platform = (*Platform)(nil)
-	_ platform.Profiler = noProfiler{}
-)
+var _ platform.Platform = (*Platform)(nil)

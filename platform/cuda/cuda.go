@@ -14,6 +14,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/profiler/ncu"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
@@ -105,7 +106,8 @@ func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Ses
 			VerifyTimeout: p.cfg.VerifyTimeout, BenchTimeout: p.cfg.BenchTimeout,
 			RequireTriton: true, Representative: true, WarmupMS: p.cfg.WarmupMS, RepMS: p.cfg.RepMS,
 		},
-		Specs: p.specsFor,
+		Specs:    p.specsFor,
+		Profiler: p.ncuProfiler,
 	})
 }
 
@@ -135,9 +137,6 @@ func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
 	return p.db.Lookup(strings.TrimSpace(name))
 }
 
-// Profiler returns the Nsight Compute profiler.
-func (p *Platform) Profiler() platform.Profiler { return notYet{} }
-
 // Analyzer places ncu metrics on the roofline (95% counts as at the roofline).
 func (p *Platform) Analyzer() platform.RooflineAnalyzer {
 	return roofline.Analyzer{Config: roofline.DefaultConfig("ncu")}
@@ -148,14 +147,21 @@ func (p *Platform) Guidance() string {
 	return "NVIDIA GPU (CUDA): 32-wide warps; Hopper (sm_90) has TMA and wgmma, which Triton uses for tl.dot with num_stages >= 3."
 }
 
-type notYet struct{}
-
-func (notYet) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
-	return roofline.Metrics{}, &platform.NotImplementedError{Platform: Name, What: "profiling"}
+// ncuProfiler builds the Nsight Compute profiler of one GPU slot.
+func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error) {
+	gpu := ""
+	for _, kv := range s.SlotEnv {
+		if v, ok := strings.CutPrefix(kv, "CUDA_VISIBLE_DEVICES="); ok {
+			gpu = v
+		}
+	}
+	return ncu.New(ncu.Config{
+		NCUPath: p.cfg.NCUPath, Python: p.cfg.Python, HarnessDir: s.HarnessDir,
+		ProblemPath: s.Load.ProblemPath, Entry: s.Entry, DType: s.Load.DType, Seeds: s.Load.Seeds, TF32: s.Load.TF32,
+		GPU: gpu, Timeout: p.cfg.ProfileTimeout, Env: append(append([]string(nil), s.Env...), s.SlotEnv...),
+		WorkDir: p.cfg.WorkDir,
+	})
 }
 
 // Interface guards
-var (
-	_ platform.Platform = (*Platform)(nil)
-	_ platform.Profiler = notYet{}
-)
+var _ platform.Platform = (*Platform)(nil)

@@ -51,9 +51,6 @@ func (p *Platform) Specs(context.Context) (roofline.Specs, error) {
 	return roofline.Specs{Name: "noop (no GPU)", Vendor: "none"}, nil
 }
 
-// Profiler returns a profiler that profiles nothing.
-func (p *Platform) Profiler() platform.Profiler { return profiler{} }
-
 // Analyzer returns the default roofline analyzer.
 func (p *Platform) Analyzer() platform.RooflineAnalyzer { return analyzer{} }
 
@@ -73,13 +70,11 @@ func (session) Time(context.Context, platform.Target) (platform.Timing, error) {
 	return platform.Timing{}, platform.ErrNotExecuted
 }
 
-func (session) Close() error { return nil }
-
-type profiler struct{}
-
-func (profiler) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
+func (session) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
 	return roofline.Metrics{}, platform.ErrNotExecuted
 }
+
+func (session) Close() error { return nil }
 
 type analyzer struct{}
 
@@ -91,6 +86,5 @@ func (analyzer) Analyze(m roofline.Metrics, s roofline.Specs) roofline.Result {
 var (
 	_ platform.Platform         = (*Platform)(nil)
 	_ platform.Session          = session{}
-	_ platform.Profiler         = profiler{}
 	_ platform.RooflineAnalyzer = analyzer{}
 )

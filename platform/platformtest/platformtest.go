@@ -31,8 +31,8 @@ func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
 		if strings.TrimSpace(p.Guidance()) == "" {
 			t.Error("Guidance() is empty")
 		}
-		if p.Profiler() == nil || p.Analyzer() == nil {
-			t.Error("Profiler() or Analyzer() is nil")
+		if p.Analyzer() == nil {
+			t.Error("Analyzer() is nil")
 		}
 	})
 	t.Run("open nil task", func(t *testing.T) {
@@ -62,7 +62,7 @@ func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
 			if _, err := sess.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: good}); !errors.Is(err, platform.ErrNotExecuted) {
 				t.Errorf("Time = %v; want ErrNotExecuted", err)
 			}
-			if _, err := p.Profiler().Profile(ctx, good); !errors.Is(err, platform.ErrNotExecuted) {
+			if _, err := sess.Profile(ctx, good); !errors.Is(err, platform.ErrNotExecuted) {
 				t.Errorf("Profile = %v; want ErrNotExecuted", err)
 			}
 		})
@@ -91,6 +91,15 @@ func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
 		}
 		if v.Passed || v.Failure == "" || v.Reason == "" {
 			t.Fatalf("broken kernel: %+v; want a named failure with a reason", v)
+		}
+	})
+	t.Run("profile", func(t *testing.T) {
+		m, err := sess.Profile(ctx, good)
+		if err != nil {
+			t.Fatalf("Profile: %v", err)
+		}
+		if m.Source == "" || !(m.TimeMS > 0) {
+			t.Errorf("Profile = %+v: want a source and a time", m)
 		}
 	})
 	t.Run("time", func(t *testing.T) {

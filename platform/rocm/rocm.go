@@ -61,9 +61,6 @@ func (p *Platform) Specs(context.Context) (roofline.Specs, error) {
 	return roofline.Lookup(p.cfg.GPUName)
 }
 
-// Profiler is not available yet.
-func (p *Platform) Profiler() platform.Profiler { return unimplemented{} }
-
 // Analyzer is not available yet.
 func (p *Platform) Analyzer() platform.RooflineAnalyzer { return unimplemented{} }
 
@@ -74,10 +71,6 @@ func (p *Platform) Guidance() string {
 
 type unimplemented struct{}
 
-func (unimplemented) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
-	return roofline.Metrics{}, &platform.NotImplementedError{Platform: Name, What: "profiling"}
-}
-
 func (unimplemented) Analyze(roofline.Metrics, roofline.Specs) roofline.Result {
 	return roofline.Result{Source: Name, Class: roofline.ClassLatency, Headroom: 100, Warnings: []string{"roofline analysis not implemented on rocm"}}
 }
@@ -85,6 +78,5 @@ func (unimplemented) Analyze(roofline.Metrics, roofline.Specs) roofline.Result {
 // Interface guards
 var (
 	_ platform.Platform         = (*Platform)(nil)
-	_ platform.Profiler         = unimplemented{}
 	_ platform.RooflineAnalyzer = unimplemented{}
 )

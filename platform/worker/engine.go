@@ -341,5 +341,4 @@ var (
 	_ platform.Verifier    = (*Engine)(nil)
 	_ platform.Benchmarker = (*Engine)(nil)
 	_ platform.Comparer    = (*Engine)(nil)
-	_ platform.Session     = (*Engine)(nil)
 )

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker/harness"
+	"github.com/kagent-dev/kagent/profiler/synthetic"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
@@ -37,6 +39,19 @@ type SessionConfig struct {
 	// TritonIfImportable sets Engine.RequireTriton from the handshake: Triton
 	// is required exactly when the worker can import it (the cpu platform).
 	TritonIfImportable bool
+	// Profiler builds the hardware profiler of one slot (its GPU); nil means
+	// the synthetic roofline (measured time, counted bytes and flops).
+	Profiler func(p ProfilerSetup) (platform.Profiler, error)
+}
+
+// ProfilerSetup is what a profiler factory gets: the harness, the problem as
+// the workers load it, and the slot's environment (its GPU).
+type ProfilerSetup struct {
+	HarnessDir string
+	Load       LoadRequest
+	Entry      string
+	SlotEnv    []string
+	Env        []string
 }
 
 // Session is a platform.Session on warm workers, with the physical-limit
@@ -46,6 +61,12 @@ type Session struct {
 	Hello Hello
 	Specs roofline.Specs
 	cfg   SessionConfig
+
+	hdir      string
+	entry     string
+	env       []string
+	profMu    sync.Mutex
+	profilers map[int]platform.Profiler
 }
 
 // OpenSession starts the workers and binds them to a task.
@@ -75,7 +96,7 @@ func OpenSession(ctx context.Context, task *kerneldir.Task, c SessionConfig) (*S
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Hello: pool.Hello(), cfg: c}
+	s := &Session{Hello: pool.Hello(), cfg: c, hdir: hdir, entry: string(task.Entry), env: env, profilers: map[int]platform.Profiler{}}
 	if c.Specs != nil {
 		if s.Specs, err = c.Specs(s.Hello); err != nil {
 			pool.Close()
@@ -164,6 +185,62 @@ func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Ve
 	v, err := e.Verify(ctx, c)
 	v.Duration = time.Since(start)
 	return v, err
+}
+
+// Profile measures a candidate's hardware metrics. It holds the slot's
+// worker for the duration, so no timing runs on that GPU while a profiler
+// replays kernels there. Without a hardware profiler, the metrics are
+// synthetic: the candidate's measured time against the bytes and flops
+// counted from the problem's tensors.
+func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
+	if s.cfg.Profiler == nil {
+		return s.syntheticProfile(ctx, c, "no hardware profiler on this platform")
+	}
+	l, err := s.Engine.pool.Acquire(ctx)
+	if err != nil {
+		return roofline.Metrics{}, err
+	}
+	defer l.Release()
+	s.profMu.Lock()
+	p, ok := s.profilers[l.Slot()]
+	if !ok {
+		p, err = s.cfg.Profiler(ProfilerSetup{HarnessDir: s.hdir, Load: s.Engine.req, Entry: s.entry,
+			SlotEnv: l.slot.opts.Env, Env: s.env})
+		if err == nil {
+			s.profilers[l.Slot()] = p
+		}
+	}
+	s.profMu.Unlock()
+	if err != nil {
+		return roofline.Metrics{}, err
+	}
+	return p.Profile(ctx, c)
+}
+
+func (s *Session) syntheticProfile(ctx context.Context, c platform.Candidate, reason string) (roofline.Metrics, error) {
+	tm, err := s.Engine.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: c})
+	if err != nil {
+		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return roofline.Metrics{}, err
+	}
+	w := synthetic.Work{}
+	for _, t := range info.Inputs {
+		w.Inputs = append(w.Inputs, synthetic.Tensor{Shape: t.Shape, DType: t.DType})
+	}
+	for _, t := range info.Outputs {
+		w.Outputs = append(w.Outputs, synthetic.Tensor{Shape: t.Shape, DType: t.DType})
+	}
+	if info.FLOPs != nil {
+		w.FLOPs = *info.FLOPs
+	}
+	m, err := synthetic.Metrics(w, tm.MedianMS, reason)
+	if err != nil {
+		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
+	}
+	return m, nil
 }
 
 // Interface guards

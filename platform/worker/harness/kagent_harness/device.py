@@ -1,0 +1,203 @@
+"""The device the worker owns: cuda (NVIDIA or ROCm builds of torch) or cpu.
+
+Everything the harness needs from torch for timing and memory is captured when
+this module is imported, before any candidate runs, so a candidate that patches
+``torch.cuda.synchronize`` or ``time.perf_counter`` cannot change the harness's
+measurements (the guard reports the patch as well).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import torch
+
+perf_counter: Callable[[], float] = time.perf_counter
+
+_HAS_CUDA_API = hasattr(torch, "cuda")
+_cuda_sync: Optional[Callable[..., None]] = torch.cuda.synchronize if _HAS_CUDA_API else None
+_Event: Any = torch.cuda.Event if _HAS_CUDA_API else None
+_ev_record: Any = torch.cuda.Event.record if _HAS_CUDA_API else None
+_ev_elapsed: Any = torch.cuda.Event.elapsed_time if _HAS_CUDA_API else None
+
+
+class Device:
+    """A torch device with the few operations the harness needs."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in ("cuda", "cpu"):
+            raise ValueError(f"unsupported KAGENT_DEVICE {kind!r} (want cuda or cpu)")
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("KAGENT_DEVICE=cuda but torch.cuda.is_available() is False")
+        self.type = kind
+        self.torch_device = torch.device("cuda", torch.cuda.current_device()) if kind == "cuda" else torch.device("cpu")
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.type == "cuda"
+
+    def synchronize(self) -> None:
+        """Wait for all work on the device (all streams)."""
+        if self.is_cuda and _cuda_sync is not None:
+            _cuda_sync()
+
+    def default_device(self) -> contextlib.AbstractContextManager:
+        """Context in which factory calls without a device allocate on this
+        device (torch >= 2.0); a no-op on older torch, where callers fall back
+        to ``.to(device)``."""
+        if self.is_cuda and hasattr(torch.device, "__enter__"):
+            return self.torch_device  # type: ignore[return-value]
+        return contextlib.nullcontext()
+
+    def info(self) -> Dict[str, Any]:
+        if self.is_cuda:
+            props = torch.cuda.get_device_properties(self.torch_device)
+            return {
+                "type": "cuda",
+                "name": props.name,
+                "capability": f"{props.major}.{props.minor}",
+                "total_memory": int(props.total_memory),
+                "l2_bytes": int(getattr(props, "L2_cache_size", 0) or 0),
+                "sm_count": int(props.multi_processor_count),
+                "hip": bool(getattr(torch.version, "hip", None)),
+            }
+        return {
+            "type": "cpu",
+            "name": platform.processor() or platform.machine() or "cpu",
+            "capability": "",
+            "total_memory": _meminfo("MemTotal"),
+            "l2_bytes": _cpu_l2_bytes(),
+            "sm_count": os.cpu_count() or 1,
+            "hip": False,
+        }
+
+    def l2_bytes(self) -> int:
+        return int(self.info().get("l2_bytes") or 0)
+
+    def free_memory(self) -> int:
+        """Bytes that could still be allocated (free on the device plus the
+        allocator's cached free blocks)."""
+        if self.is_cuda:
+            free, _total = torch.cuda.mem_get_info(self.torch_device)
+            cached = torch.cuda.memory_reserved(self.torch_device) - torch.cuda.memory_allocated(self.torch_device)
+            return int(free + max(cached, 0))
+        return _meminfo("MemAvailable")
+
+    def empty_cache(self) -> None:
+        if self.is_cuda:
+            torch.cuda.empty_cache()
+
+    def health_check(self) -> Optional[str]:
+        """None if the device still works, else the error (CUDA errors are sticky)."""
+        if not self.is_cuda:
+            return None
+        try:
+            _cuda_sync()  # type: ignore[misc]
+            torch.zeros(1, device=self.torch_device).add_(1).item()
+        except BaseException as exc:  # noqa: BLE001 - any failure means a poisoned context
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    # Timers -----------------------------------------------------------------
+
+    def event(self) -> Any:
+        """A timing event (cuda) or a host timestamp holder (cpu)."""
+        if self.is_cuda:
+            return _Event(enable_timing=True)
+        return _HostMark()
+
+    def record(self, ev: Any) -> None:
+        if self.is_cuda:
+            _ev_record(ev)
+        else:
+            ev.t = perf_counter()
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        """Milliseconds between two recorded events (after synchronize on cuda)."""
+        if self.is_cuda:
+            return float(_ev_elapsed(start, end))
+        return (end.t - start.t) * 1e3
+
+
+class _HostMark:
+    __slots__ = ("t",)
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+
+def _meminfo(key: str) -> int:
+    try:
+        with open("/proc/meminfo", "r", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _cpu_l2_bytes() -> int:
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in sorted(os.listdir(base)):
+            path = os.path.join(base, entry)
+            with open(os.path.join(path, "level"), encoding="ascii") as f:
+                if f.read().strip() != "2":
+                    continue
+            with open(os.path.join(path, "size"), encoding="ascii") as f:
+                size = f.read().strip().upper()
+            mult = 1
+            if size.endswith("K"):
+                mult, size = 1024, size[:-1]
+            elif size.endswith("M"):
+                mult, size = 1 << 20, size[:-1]
+            return int(size) * mult
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def tensors_in(obj: Any) -> Iterator[torch.Tensor]:
+    """All tensors in a nested structure of lists, tuples and dicts."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from tensors_in(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from tensors_in(item)
+
+
+def nbytes(obj: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors_in(obj))
+
+
+def map_tensors(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """Apply fn to every tensor of a nested structure, keeping the structure."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, list):
+        return [map_tensors(x, fn) for x in obj]
+    if isinstance(obj, tuple):
+        return tuple(map_tensors(x, fn) for x in obj)
+    if isinstance(obj, dict):
+        return {k: map_tensors(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def clone_all(obj: Any) -> Any:
+    """Deep copy of the tensors of a structure (same strides where possible)."""
+    return map_tensors(obj, lambda t: t.detach().clone())
+
+
+def describe_tensors(obj: Any) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    for t in tensors_in(obj):
+        out.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""), "device": str(t.device)})
+    return out

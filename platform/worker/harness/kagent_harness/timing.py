@@ -1,0 +1,444 @@
+"""Timing candidates and baselines, one method for all of them.
+
+For each target: one call (JIT compile / autotune), an estimate of the per-call
+time from 5 calls, a time-based warm-up (``warmup_ms``), then
+``n = clamp(rep_ms / estimate, min_reps, max_reps)`` timed calls. On CUDA each
+timed call has device events around it and an L2 flush (a write of
+``flush_bytes``) before it, outside the events; inputs rotate among up to 4
+copies of the problem's draws (bounded by 25% of free memory). Afterwards:
+
+- recheck: the outputs of up to 32 timed calls (sampled at random, plus the
+  last call of each input set) are compared with the reference on the device,
+  without synchronizing inside the loop;
+- host check: a batch of back-to-back calls is timed both with events and
+  with the host clock around a device-wide synchronize. Work that escapes the
+  timed stream (side streams, threads) makes the host time exceed the event
+  time by more than ``HOST_FACTOR * event + HOST_SLACK_MS``.
+
+On CPU the clock is time.perf_counter and timings are labelled not representative.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Set
+
+import torch
+
+from . import failures as F
+from .candidate import Candidate
+from .device import Device, clone_all, nbytes, perf_counter, tensors_in
+from .failures import CheckFailure, classify, describe
+from .guard import Guard
+from .loading import Problem, apply_tf32
+from .numerics import ToleranceFn, device_violations, tolerance_for
+
+HOST_FACTOR = 1.25
+HOST_SLACK_MS = 0.5
+HOST_BATCH_MS = 10.0
+MAX_SETS = 4
+SET_MEMORY_FRACTION = 0.25
+RECHECK_SAMPLES = 32
+ESTIMATE_CALLS = 5
+DEFAULT_FLUSH_BYTES = 256 << 20
+_rng = random.SystemRandom()
+
+
+class Unavailable(Exception):
+    """The target cannot be timed here (torch.compile missing or failing)."""
+
+
+@dataclass
+class BenchParams:
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    min_reps: int = 10
+    max_reps: int = 1000
+    flush_bytes: int = 0  # 0: twice the device's L2 (256 MiB if unknown)
+    rotate: bool = True
+    recheck: bool = True
+
+    @classmethod
+    def from_request(cls, req: Dict[str, Any]) -> "BenchParams":
+        p = cls()
+        for key in ("warmup_ms", "rep_ms"):
+            if req.get(key) is not None:
+                setattr(p, key, max(0.0, float(req[key])))
+        for key in ("min_reps", "max_reps", "flush_bytes"):
+            if req.get(key) is not None:
+                setattr(p, key, max(0, int(req[key])))
+        for key in ("rotate", "recheck"):
+            if req.get(key) is not None:
+                setattr(p, key, bool(req[key]))
+        p.min_reps = max(1, p.min_reps)
+        p.max_reps = max(p.min_reps, p.max_reps)
+        return p
+
+
+@dataclass
+class Target:
+    label: str  # kernel | eager | compile
+    fn: Callable[..., Any]
+    is_kernel: bool
+
+
+class _InputSet:
+    def __init__(self, inputs: List[Any], ref: Any, pristine: List[Any]) -> None:
+        self.inputs = inputs
+        self.ref = ref
+        self.pristine = pristine
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for dst, src in zip(tensors_in(self.inputs), tensors_in(self.pristine)):
+                dst.copy_(src)
+
+
+def make_target(problem: Problem, kind: str, cand: Optional[Candidate], guard: Guard) -> Target:
+    if kind == "kernel":
+        if cand is None:
+            raise ValueError("kernel target without a candidate")
+        return Target("kernel", cand.callable_for(problem.main), True)
+    if kind == "eager":
+        return Target("eager", problem.model, False)
+    if kind == "compile":
+        return Target("compile", _compiled(problem, guard), False)
+    raise ValueError(f"unknown target {kind!r} (want kernel, eager or compile)")
+
+
+def _compiled(problem: Problem, guard: Guard) -> Callable[..., Any]:
+    if problem.compiled is not None:
+        if isinstance(problem.compiled, Unavailable):
+            raise problem.compiled
+        return problem.compiled
+    if not hasattr(torch, "compile"):
+        problem.compiled = Unavailable(f"torch.compile is not available in torch {torch.__version__}")
+        raise problem.compiled
+    try:
+        compiled = torch.compile(problem.model)
+        with torch.no_grad():
+            for _ in range(3):
+                compiled(*problem.draws[0].inputs)
+        problem.device.synchronize()
+    except Exception as exc:  # noqa: BLE001 - compile failures make the baseline unavailable
+        problem.compiled = Unavailable(f"torch.compile failed: {describe(exc)}")
+        raise problem.compiled from None
+    finally:
+        # torch.compile is trusted harness code; accept what it changed.
+        changed = guard.changed_keys()
+        if changed:
+            print(f"kagent_harness: torch.compile changed {changed[:5]}; accepted", file=sys.stderr)
+            guard.reset()
+    problem.compiled = compiled
+    return compiled
+
+
+def _sets(problem: Problem, rotate: bool) -> List[_InputSet]:
+    draws = problem.draws
+    per = max(1, nbytes(draws[0].inputs))
+    k = 1
+    if rotate:
+        budget = int(SET_MEMORY_FRACTION * problem.device.free_memory())
+        k = max(1, min(MAX_SETS, len(draws), budget // per))
+    try:
+        return [_InputSet(clone_all(d.inputs), d.ref, d.inputs) for d in draws[:k]]
+    except BaseException as exc:  # noqa: BLE001
+        kind, fatal = classify(exc)
+        raise CheckFailure(kind if kind != F.EXCEPTION else F.OOM, f"copying inputs for timing: {describe(exc)}", fatal) from None
+
+
+def _flush_buffer(problem: Problem, params: BenchParams) -> Optional[torch.Tensor]:
+    dev = problem.device
+    if not dev.is_cuda:
+        return None
+    size = params.flush_bytes or (2 * dev.l2_bytes() or DEFAULT_FLUSH_BYTES)
+    return torch.empty(max(1, size // 4), dtype=torch.int32, device=dev.torch_device)
+
+
+def _stats(times: List[float]) -> Dict[str, Any]:
+    xs = sorted(times)
+    n = len(xs)
+
+    def pct(p: float) -> float:
+        if n == 1:
+            return xs[0]
+        pos = p * (n - 1)
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, n - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+    mean = sum(xs) / n
+    var = sum((x - mean) ** 2 for x in xs) / n
+    return {
+        "median_ms": pct(0.5),
+        "p20_ms": pct(0.2),
+        "p80_ms": pct(0.8),
+        "mean_ms": mean,
+        "cv": (math.sqrt(var) / mean) if mean > 0 else 0.0,
+        "n": n,
+        "times_ms": list(times),
+    }
+
+
+class _Timer:
+    """Times one target on the problem's input sets."""
+
+    def __init__(self, problem: Problem, target: Target, sets: List[_InputSet], flush: Optional[torch.Tensor],
+                 guard: Guard, params: BenchParams) -> None:
+        self.problem = problem
+        self.dev: Device = problem.device
+        self.target = target
+        self.sets = sets
+        self.flush = flush
+        self.guard = guard
+        self.params = params
+        self.restore = problem.allow_inplace
+        self.tol: ToleranceFn = lambda dt: tolerance_for(dt, problem.atol, problem.rtol)
+        self.times: List[float] = []
+        self.violations: List[Any] = []
+        self.checked = 0
+        self.estimate_ms = 0.0
+        self.warmup_calls = 0
+
+    def _fail(self, exc: BaseException, what: str) -> CheckFailure:
+        kind, fatal = classify(exc)
+        if self.dev.is_cuda and kind == F.EXCEPTION and self.dev.health_check():
+            kind, fatal = F.CUDA_ERROR, True
+        return CheckFailure(kind, f"{self.target.label}: {what} raised {describe(exc)}", fatal)
+
+    def _call(self, inputs: List[Any]) -> Any:
+        return self.target.fn(*inputs)
+
+    def _guard(self) -> None:
+        if self.target.is_kernel:
+            changed = self.guard.check()
+            if changed:
+                raise CheckFailure(F.TAMPER, f"the candidate tampered with the harness while timed: {changed}", True)
+
+    def prepare(self) -> None:
+        """First call, estimate and warm-up."""
+        dev = self.dev
+        try:
+            with torch.no_grad():
+                self._call(self.sets[0].inputs)
+                dev.synchronize()
+                marks = []
+                for i in range(ESTIMATE_CALLS):
+                    s = self.sets[i % len(self.sets)]
+                    if self.restore:
+                        s.restore()
+                    if self.flush is not None:
+                        self.flush.zero_()
+                    a, b = dev.event(), dev.event()
+                    dev.record(a)
+                    self._call(s.inputs)
+                    dev.record(b)
+                    marks.append((a, b))
+                dev.synchronize()
+                self.estimate_ms = max(1e-4, sum(dev.elapsed_ms(a, b) for a, b in marks) / len(marks))
+                self.warmup_calls = max(1, min(100000, int(math.ceil(self.params.warmup_ms / self.estimate_ms))))
+                for i in range(self.warmup_calls):
+                    self._call(self.sets[i % len(self.sets)].inputs)
+                dev.synchronize()
+        except CheckFailure:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            raise self._fail(exc, "the call") from None
+        self._guard()
+
+    def timed_call(self, i: int, recheck: bool) -> tuple:
+        """Enqueue one timed call; returns its (start, end) events."""
+        dev = self.dev
+        s = self.sets[i % len(self.sets)]
+        if self.restore:
+            s.restore()
+        if self.flush is not None:
+            self.flush.zero_()
+        a, b = dev.event(), dev.event()
+        dev.record(a)
+        out = self._call(s.inputs)
+        dev.record(b)
+        if recheck:
+            if out is None and self.problem.allow_inplace:
+                out = s.inputs[0]
+            self.violations.append(device_violations(out, s.ref, self.tol))
+            self.checked += 1
+        return a, b
+
+    def finish(self, marks: List[tuple]) -> None:
+        self.dev.synchronize()
+        self.times = [self.dev.elapsed_ms(a, b) for a, b in marks]
+
+    def recheck_result(self) -> Optional[Dict[str, Any]]:
+        if not (self.target.is_kernel and self.params.recheck):
+            return None
+        bad_calls = sum(1 for v in self.violations if int(v) > 0)
+        if bad_calls:
+            return {
+                "passed": False,
+                "checked": self.checked,
+                "reason": f"{bad_calls} of {self.checked} rechecked timed calls returned outputs that do not match "
+                f"the reference: the result changes between calls (caching, call counting or skipped work)",
+            }
+        return {"passed": True, "checked": self.checked, "reason": f"{self.checked} timed outputs match the reference"}
+
+    def host_check(self) -> Optional[Dict[str, Any]]:
+        """Event time vs host time around a device-wide synchronize."""
+        dev = self.dev
+        if not dev.is_cuda:
+            return None
+        median = sorted(self.times)[len(self.times) // 2] if self.times else self.estimate_ms
+        calls = max(3, min(500, int(math.ceil(HOST_BATCH_MS / max(median, 1e-3)))))
+        try:
+            with torch.no_grad():
+                dev.synchronize()
+                a, b = dev.event(), dev.event()
+                t0 = perf_counter()
+                dev.record(a)
+                for j in range(calls):
+                    self._call(self.sets[j % len(self.sets)].inputs)
+                dev.record(b)
+                dev.synchronize()
+                t1 = perf_counter()
+        except BaseException as exc:  # noqa: BLE001
+            raise self._fail(exc, "the call") from None
+        event_ms = dev.elapsed_ms(a, b)
+        host_ms = (t1 - t0) * 1e3
+        limit = HOST_FACTOR * event_ms + HOST_SLACK_MS
+        return {
+            "event_ms": event_ms,
+            "host_ms": host_ms,
+            "limit_ms": limit,
+            "calls": calls,
+            "passed": host_ms <= limit,
+        }
+
+    def method(self) -> str:
+        sets = f"{len(self.sets)} input set(s) rotated"
+        warm = f"{self.warmup_calls} warm-up calls (~{self.params.warmup_ms:g} ms)"
+        if self.dev.is_cuda:
+            flush = self.flush.numel() * 4 / (1 << 20) if self.flush is not None else 0
+            return f"cuda events around each call, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
+        return f"time.perf_counter around each call (cpu: not representative), {sets}, {warm}"
+
+
+def _recheck_indices(n: int, k: int) -> Set[int]:
+    if n <= RECHECK_SAMPLES:
+        return set(range(n))
+    chosen = set(_rng.sample(range(n), RECHECK_SAMPLES))
+    for j in range(k):
+        last = n - 1 - ((n - 1 - j) % k)
+        chosen.add(last)
+    return chosen
+
+
+def _report(timer: _Timer) -> Dict[str, Any]:
+    out = _stats(timer.times)
+    out.update(
+        {
+            "target": timer.target.label,
+            "method": timer.method(),
+            "representative": timer.dev.is_cuda,
+            "estimate_ms": timer.estimate_ms,
+            "warmup_calls": timer.warmup_calls,
+            "sets": len(timer.sets),
+        }
+    )
+    return out
+
+
+def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
+    """Recheck and host check. A kernel caught by either gets ``failure`` and
+    ``reason`` in its stats (the timing must not be used)."""
+    recheck = timer.recheck_result()
+    stats["recheck"] = recheck
+    host = timer.host_check()
+    stats["host_check"] = host
+    timer._guard()
+    stats["failure"] = ""
+    stats["reason"] = ""
+    if not timer.target.is_kernel:
+        return
+    if recheck is not None and not recheck["passed"]:
+        stats["failure"] = F.RECHECK
+        stats["reason"] = recheck["reason"]
+    elif host is not None and not host["passed"]:
+        stats["failure"] = F.HOST_CHECK
+        stats["reason"] = (
+            f"host time {host['host_ms']:.3f} ms for {host['calls']} calls exceeds the device-event time "
+            f"{host['event_ms']:.3f} ms (limit {host['limit_ms']:.3f} ms): work is escaping the timed stream "
+            f"(side streams, threads or deferred work)"
+        )
+
+
+def bench(problem: Problem, target: Target, params: BenchParams, guard: Guard) -> Dict[str, Any]:
+    apply_tf32(problem.tf32)
+    guard.expect_tf32(problem.tf32)
+    sets = _sets(problem, params.rotate)
+    flush = _flush_buffer(problem, params)
+    timer = _Timer(problem, target, sets, flush, guard, params)
+    timer.prepare()
+    n = max(params.min_reps, min(params.max_reps, int(math.ceil(params.rep_ms / timer.estimate_ms))))
+    rechecked = _recheck_indices(n, len(sets)) if (target.is_kernel and params.recheck) else set()
+    marks = []
+    try:
+        with torch.no_grad():
+            for i in range(n):
+                marks.append(timer.timed_call(i, i in rechecked))
+            timer.finish(marks)
+    except CheckFailure:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        raise timer._fail(exc, "a timed call") from None
+    stats = _report(timer)
+    _conclude(timer, stats)
+    return stats
+
+
+def compare(problem: Problem, ta: Target, tb: Target, params: BenchParams, guard: Guard) -> Dict[str, Any]:
+    """Time two targets interleaved (A B A B ...) on the same inputs."""
+    apply_tf32(problem.tf32)
+    guard.expect_tf32(problem.tf32)
+    sets = _sets(problem, params.rotate)
+    flush = _flush_buffer(problem, params)
+    a = _Timer(problem, ta, sets, flush, guard, params)
+    b = _Timer(problem, tb, sets, flush, guard, params)
+    a.prepare()
+    b.prepare()
+    n = max(params.min_reps, min(params.max_reps, int(math.ceil(params.rep_ms / (a.estimate_ms + b.estimate_ms)))))
+    ra = _recheck_indices(n, len(sets)) if (ta.is_kernel and params.recheck) else set()
+    rb = _recheck_indices(n, len(sets)) if (tb.is_kernel and params.recheck) else set()
+    marks_a: List[tuple] = []
+    marks_b: List[tuple] = []
+    current = a
+    try:
+        with torch.no_grad():
+            for i in range(n):
+                current = a
+                marks_a.append(a.timed_call(i, i in ra))
+                current = b
+                marks_b.append(b.timed_call(i, i in rb))
+            a.finish(marks_a)
+            b.finish(marks_b)
+    except CheckFailure:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        raise current._fail(exc, "a timed call") from None
+    sa = _report(a)
+    sb = _report(b)
+    _conclude(a, sa)
+    _conclude(b, sb)
+    failure, reason = "", ""
+    for side, stats in (("a", sa), ("b", sb)):
+        if stats["failure"] and not failure:
+            failure, reason = stats["failure"], f"{side} ({stats['target']}): {stats['reason']}"
+    return {
+        "a": sa,
+        "b": sb,
+        "b_over_a": (sb["median_ms"] / sa["median_ms"]) if sa["median_ms"] > 0 else None,
+        "failure": failure,
+        "reason": reason,
+    }

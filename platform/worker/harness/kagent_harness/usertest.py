@@ -1,0 +1,83 @@
+"""Running a kernel dir's test.py (KernelAgent form) in a fresh process: the
+candidate is copied as kernel.py next to problem.py and test.py in a temporary
+directory; the test must exit 0 within the timeout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import Dict, Optional, Tuple
+
+from .failures import one_line
+
+TAIL_BYTES = 4096
+
+
+def run_user_test(
+    test_path: str,
+    candidate_path: str,
+    problem_path: str,
+    timeout_s: float,
+    env: Optional[Dict[str, str]] = None,
+) -> Tuple[bool, str]:
+    """(passed, one-line reason)."""
+    tmp = tempfile.mkdtemp(prefix="kagent-usertest-")
+    try:
+        shutil.copyfile(candidate_path, os.path.join(tmp, "kernel.py"))
+        shutil.copyfile(problem_path, os.path.join(tmp, "problem.py"))
+        shutil.copyfile(test_path, os.path.join(tmp, "test.py"))
+        log_path = os.path.join(tmp, "output.log")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "test.py"],
+                cwd=tmp,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env if env is not None else dict(os.environ),
+                start_new_session=True,
+                close_fds=True,
+            )
+            try:
+                code = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                return False, f"test.py did not finish within {timeout_s:g} s"
+            finally:
+                if proc.poll() is None:
+                    _kill_group(proc)
+        if code == 0:
+            return True, "test.py exited 0"
+        tail = _tail(log_path)
+        how = f"signal {-code}" if code < 0 else f"status {code}"
+        return False, one_line(f"test.py exited with {how}: {tail}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - TAIL_BYTES))
+            data = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
+    return " | ".join(lines[-3:]) if lines else "(no output)"

@@ -1,0 +1,334 @@
+"""The verification checks, run in order and stopping at the first failure.
+
+static -> import -> entry -> tamper -> correctness (+ unwritten_output,
+input_mutation on every draw) -> determinism -> triton_launch -> extra_shapes
+-> caching -> user_test. Failures while calling the candidate are named
+``exception``, ``oom`` or ``cuda_error`` (the latter fatal), and a tamper
+anywhere is fatal. The same callable is used for every call (and is kept for
+timing).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+from . import failures as F
+from .calls import invoke
+from .candidate import Candidate, find_entry, import_candidate, read_source
+from .device import clone_all, tensors_in
+from .failures import CheckFailure
+from .guard import Guard
+from .launches import LaunchCounter, launch_support
+from .loading import Draw, Problem, ShapeSet, apply_tf32, references_intact
+from .numerics import ToleranceFn, bits_equal, compare_outputs, first_changed_input, tolerance_for
+from .static_check import check_source
+from .usertest import run_user_test
+
+
+@dataclass
+class VerifyOptions:
+    require_triton: bool = True
+    check_launch: bool = True
+    entry: str = ""
+    test_timeout_s: float = 300.0
+
+
+class Recorder:
+    """The list of checks and their outcomes."""
+
+    def __init__(self) -> None:
+        self.checks: List[Dict[str, Any]] = []
+        self.failure: Optional[CheckFailure] = None
+
+    def ok(self, name: str, reason: str = "") -> None:
+        self.checks.append({"name": name, "passed": True, "skipped": False, "reason": reason})
+
+    def skip(self, name: str, reason: str) -> None:
+        self.checks.append({"name": name, "passed": True, "skipped": True, "reason": reason})
+
+    def fail(self, failure: CheckFailure) -> None:
+        self.failure = failure
+        self.checks.append({"name": failure.name, "passed": False, "skipped": False, "reason": failure.reason})
+
+
+def problem_tolerance(problem: Problem) -> ToleranceFn:
+    return lambda dtype: tolerance_for(dtype, problem.atol, problem.rtol)
+
+
+def load_candidate(
+    problem: Problem,
+    path: str,
+    require_triton: bool,
+    entry: str,
+    guard: Guard,
+    rec: Optional[Recorder] = None,
+) -> Candidate:
+    """Static check, import, entry and tamper checks; the candidate's callable
+    for the main shape is built here."""
+    base = os.path.basename(path)
+    source = read_source(path)
+    problem_stem = os.path.splitext(os.path.basename(problem.path))[0]
+    static = check_source(source, require_triton, [problem_stem])
+    if not static.passed:
+        raise CheckFailure(F.STATIC, static.reason)
+    if rec is not None:
+        rec.ok(F.STATIC, "no banned operations on the kernel's code path")
+    before = guard.check()
+    if before:
+        raise CheckFailure(F.TAMPER, f"the worker was already modified before importing {base}: {before}", True)
+    module = import_candidate(path)
+    changed = guard.check()
+    if changed:
+        raise CheckFailure(F.TAMPER, f"importing {base} tampered with the harness: {changed}", True)
+    if rec is not None:
+        rec.ok(F.IMPORT, f"imported {base}")
+    cand = Candidate(path, source, module, find_entry(module, path, entry), problem)
+    cand.callable_for(problem.main)
+    if rec is not None:
+        rec.ok(F.ENTRY, f"{cand.entry}")
+    changed = guard.check()
+    if changed:
+        raise CheckFailure(F.TAMPER, f"building the candidate tampered with the harness: {changed}", True)
+    if rec is not None:
+        rec.ok(F.TAMPER, "harness functions unchanged after import")
+    return cand
+
+
+def _result_of(out: Any, work: List[Any], problem: Problem) -> Any:
+    """A None result of an in-place kernel stands for its first input."""
+    if out is None and problem.allow_inplace and work:
+        return work[0]
+    return out
+
+
+class _Run:
+    def __init__(self, problem: Problem, cand: Candidate, opts: VerifyOptions, guard: Guard, rec: Recorder) -> None:
+        self.problem = problem
+        self.cand = cand
+        self.opts = opts
+        self.guard = guard
+        self.rec = rec
+        self.device = problem.device
+        self.tol = problem_tolerance(problem)
+        self.max_abs = 0.0
+        self.rel_l2 = 0.0
+        self.launches: Optional[int] = None
+        self.keep: List[Any] = []  # inputs and outputs kept alive until the end
+
+    def call(self, fn: Any, work: List[Any], like: Any, what: str, counter: Optional[LaunchCounter] = None) -> Any:
+        out = invoke(fn, work, self.device, self.guard, poison=True, like=like, counter=counter, what=what)
+        return _result_of(out, work, self.problem)
+
+    def check_draw(self, fn: Any, draw: Draw, label: str, fail_as: Optional[str] = None) -> Tuple[List[Any], Any]:
+        work = clone_all(draw.inputs)
+        try:
+            out = self.call(fn, work, draw.ref, f"{label}: the call")
+        except CheckFailure as f:
+            if fail_as and f.name == F.EXCEPTION:
+                raise CheckFailure(fail_as, f.reason) from None
+            raise
+        cmp = compare_outputs(out, draw.ref, self.tol)
+        if not cmp.ok:
+            name = cmp.check if fail_as is None or cmp.check == F.UNWRITTEN_OUTPUT else fail_as
+            raise CheckFailure(name, f"{label}: {cmp.reason}")
+        self.max_abs = max(self.max_abs, cmp.max_abs_err)
+        self.rel_l2 = max(self.rel_l2, cmp.rel_l2)
+        changed = first_changed_input(work, draw.inputs)
+        if changed and not self.problem.allow_inplace:
+            raise CheckFailure(
+                F.INPUT_MUTATION,
+                f"{label}: the call modified {changed} in place; inputs must stay unchanged (write results "
+                f"to new tensors, or set allow_inplace in kagent.yaml if in-place is the intent)",
+            )
+        return work, out
+
+    def run(self) -> None:
+        problem, rec = self.problem, self.rec
+        fn = self.cand.callable_for(problem.main)
+        draws = problem.draws
+        n = len(draws)
+        results: List[Tuple[List[Any], Any]] = []
+        for draw in draws:
+            results.append(self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}"))
+        self.keep.extend(results)
+        tol = self.tol(_first_float_dtype(draws[0].ref))
+        rec.ok(
+            F.CORRECTNESS,
+            f"{n} draws match ({tol.text()}, rel L2 <= {tol.rel_l2:g}); max abs err {self.max_abs:.3g}, "
+            f"rel L2 {self.rel_l2:.3g}",
+        )
+        rec.ok(F.UNWRITTEN_OUTPUT, "every output element written (outputs and free memory NaN-poisoned)")
+        if problem.allow_inplace:
+            rec.skip(F.INPUT_MUTATION, "allow_inplace is set")
+        else:
+            rec.ok(F.INPUT_MUTATION, "inputs unchanged by the call")
+
+        # Determinism, with the launch count of this (post-compile) call.
+        can_count, why_not = launch_support()
+        counter = LaunchCounter() if can_count else None
+        work = clone_all(draws[0].inputs)
+        out2 = self.call(fn, work, draws[0].ref, "determinism run: the call", counter=counter)
+        self.keep.append((work, out2))
+        first = results[0][1]
+        if problem.atomics:
+            cmp = compare_outputs(out2, first, self.tol)
+            if not cmp.ok:
+                raise CheckFailure(
+                    F.DETERMINISM,
+                    f"two runs on the same inputs differ beyond tolerance: {cmp.reason}",
+                )
+            rec.ok(F.DETERMINISM, "two runs agree within tolerance (atomics declared)")
+        else:
+            if not bits_equal(out2, first):
+                raise CheckFailure(F.DETERMINISM, _nondeterminism_reason(out2, first))
+            rec.ok(F.DETERMINISM, "two runs on the same inputs agree bit for bit")
+
+        if not self.opts.check_launch:
+            rec.skip(F.TRITON_LAUNCH, "not requested")
+        elif counter is None:
+            rec.skip(F.TRITON_LAUNCH, why_not)
+        else:
+            self.launches = counter.count
+            if counter.count == 0:
+                raise CheckFailure(
+                    F.TRITON_LAUNCH,
+                    "no Triton kernel was launched during the call: the work must be done by a @triton.jit kernel",
+                )
+            rec.ok(F.TRITON_LAUNCH, f"{counter.count} Triton launch(es) in one call")
+
+        if not problem.extra:
+            rec.skip(F.EXTRA_SHAPES, "no extra shapes configured (kagent.yaml shapes)")
+        else:
+            for shape_set in problem.extra:
+                self.check_shape(shape_set)
+            rec.ok(F.EXTRA_SHAPES, f"{len(problem.extra)} extra shape set(s) match: " + ", ".join(s.label for s in problem.extra))
+
+        self.check_caching(fn, results)
+
+        intact = references_intact(problem)
+        if intact:
+            raise CheckFailure(F.TAMPER, f"the candidate tampered with the harness: {intact}", True)
+
+        if problem.test_path:
+            ok, reason = run_user_test(
+                problem.test_path, self.cand.path, problem.path, self.opts.test_timeout_s
+            )
+            if not ok:
+                raise CheckFailure(F.USER_TEST, reason)
+            rec.ok(F.USER_TEST, reason)
+        else:
+            rec.skip(F.USER_TEST, "no test.py")
+
+    def check_shape(self, shape_set: ShapeSet) -> None:
+        label = f"shape {shape_set.label}"
+        try:
+            fn = self.cand.callable_for(shape_set)
+        except CheckFailure as f:
+            if f.name == F.ENTRY:
+                raise CheckFailure(F.EXTRA_SHAPES, f"{label}: {f.reason}") from None
+            raise
+        work, out = self.check_draw(fn, shape_set.draws[0], label, fail_as=F.EXTRA_SHAPES)
+        self.keep.append((work, out))
+
+    def check_caching(self, fn: Any, results: List[Tuple[List[Any], Any]]) -> None:
+        draws = self.problem.draws
+        if len(draws) < 2:
+            self.rec.skip(F.CACHING, "needs two draws")
+            return
+        buffers = results[0][0]
+        new = draws[1]
+        with torch.no_grad():
+            for buf, src in zip(tensors_in(buffers), tensors_in(new.inputs)):
+                buf.copy_(src)
+        out = self.call(fn, buffers, new.ref, "caching run: the call")
+        cmp = compare_outputs(out, new.ref, self.tol)
+        if not cmp.ok:
+            stale = compare_outputs(out, draws[0].ref, self.tol).ok
+            if stale:
+                why = "returned the previous result when the same input buffers were refilled with new values"
+            else:
+                why = f"gave a wrong result when the same input buffers were refilled with new values ({cmp.reason})"
+            raise CheckFailure(
+                F.CACHING, f"the kernel {why}: results must not be cached across calls (by pointer, shape or id)"
+            )
+        self.rec.ok(F.CACHING, "refilled input buffers give the new draw's result")
+
+
+def _first_float_dtype(ref: Any) -> torch.dtype:
+    for t in tensors_in(ref):
+        if t.is_floating_point():
+            return t.dtype
+    return torch.float32
+
+
+def _nondeterminism_reason(a: Any, b: Any) -> str:
+    detail = ""
+    for x, y in zip(tensors_in(a), tensors_in(b)):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            detail = "the outputs' shapes or dtypes differ"
+            break
+        with torch.no_grad():
+            if x.is_floating_point():
+                xx, yy = x.double(), y.double()
+                differ = ~((xx == yy) | (torch.isnan(xx) & torch.isnan(yy)))
+                k = int(differ.sum())
+                if k:
+                    diff = torch.where(differ, (xx - yy).abs(), torch.zeros_like(xx))
+                    m = float(torch.nan_to_num(diff, nan=float("inf")).max())
+                    detail = f"{k} of {x.numel()} elements differ (max diff {m:.3g})"
+                    break
+            else:
+                k = int((x != y).sum())
+                if k:
+                    detail = f"{k} of {x.numel()} elements differ"
+                    break
+    return (
+        f"two runs on the same inputs give different results ({detail or 'outputs differ'}): the kernel is "
+        f"nondeterministic (a race, an uninitialised read, state kept between calls, or atomics — set "
+        f"atomics: true in kagent.yaml if order-dependent atomics are intended)"
+    )
+
+
+def verify(
+    problem: Problem,
+    path: str,
+    opts: VerifyOptions,
+    guard: Guard,
+) -> Tuple[Dict[str, Any], Optional[Candidate]]:
+    """Run every check; returns the result and, if it passed, the candidate."""
+    rec = Recorder()
+    apply_tf32(problem.tf32)
+    guard.expect_tf32(problem.tf32)
+    cand: Optional[Candidate] = None
+    run: Optional[_Run] = None
+    try:
+        cand = load_candidate(problem, path, opts.require_triton, opts.entry, guard, rec)
+        run = _Run(problem, cand, opts, guard, rec)
+        run.run()
+    except CheckFailure as failure:
+        rec.fail(failure)
+    finally:
+        if run is not None:
+            run.keep.clear()
+        if cand is not None and rec.failure is not None:
+            sys.modules.pop(cand.module.__name__, None)
+    failure = rec.failure
+    result: Dict[str, Any] = {
+        "passed": failure is None,
+        "checks": rec.checks,
+        "failure": failure.name if failure else "",
+        "reason": failure.reason if failure else "",
+        "fatal": bool(failure.fatal) if failure else False,
+        "max_abs_err": run.max_abs if run else None,
+        "rel_l2": run.rel_l2 if run else None,
+        "launches": run.launches if run else None,
+        "tf32": problem.tf32,
+        "entry": cand.entry if cand else "",
+        "source_sha256": cand.sha256 if cand else "",
+    }
+    return result, (cand if failure is None else None)

@@ -1,0 +1,286 @@
+"""The worker's request loop: ``python3 -m kagent_harness.worker``.
+
+It takes the protocol descriptors first (so nothing printed while importing
+torch can corrupt them), imports torch and triton once, replies to the implicit
+``hello`` (id 0) and then serves one request at a time until ``shutdown`` or
+end of input. A reply marked fatal is followed by exit status 70: the process
+is no longer trusted (CUDA error, tampering) and the supervisor restarts it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections import OrderedDict
+from typing import Any, Dict, Optional, Tuple
+
+from .protocol import Channel, ProtocolError, error, ok
+
+EXIT_FATAL = 70
+MAX_CANDIDATES = 8
+
+
+def _log(msg: str) -> None:
+    try:
+        sys.stderr.write(f"kagent_harness: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class Worker:
+    def __init__(self, channel: Channel, device: Any) -> None:
+        # Imported here, after the protocol descriptors are taken.
+        import itertools
+
+        from .guard import Guard
+
+        self.channel = channel
+        self.device = device
+        self.problems: Dict[str, Any] = {}
+        self.candidates: "OrderedDict[Tuple[str, str, str], Any]" = OrderedDict()
+        self._ids = itertools.count(1)
+        self.guard = Guard()
+
+    # -- ops --
+
+    def hello(self) -> Dict[str, Any]:
+        import platform
+
+        import torch
+
+        from . import HARNESS_VERSION, PROTOCOL_VERSION
+        from .launches import triton_module
+
+        triton = triton_module()
+        return {
+            "pid": os.getpid(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "triton": getattr(triton, "__version__", None) if triton is not None else None,
+            "device": self.device.info(),
+            "interpret": os.environ.get("TRITON_INTERPRET", "") == "1",
+            "compile_available": hasattr(torch, "compile"),
+            "harness": HARNESS_VERSION,
+            "protocol": PROTOCOL_VERSION,
+        }
+
+    def load_problem(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        from .loading import load_problem
+
+        pid = f"p{next(self._ids)}"
+        problem = load_problem(req, self.device, pid)
+        self.problems[pid] = problem
+        return problem.summary()
+
+    def _problem(self, req: Dict[str, Any]) -> Any:
+        from .failures import RequestError
+
+        pid = str(req.get("problem_id") or "")
+        problem = self.problems.get(pid)
+        if problem is None:
+            raise RequestError("bad_request", f"unknown problem_id {pid!r} (load_problem first)")
+        return problem
+
+    def unload_problem(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        problem = self._problem(req)
+        del self.problems[problem.id]
+        for key in [k for k in self.candidates if k[0] == problem.id]:
+            self._drop(key)
+        self.device.empty_cache()
+        return {"problem_id": problem.id}
+
+    def _drop(self, key: Tuple[str, str, str]) -> None:
+        cand = self.candidates.pop(key, None)
+        if cand is not None:
+            sys.modules.pop(cand.module.__name__, None)
+
+    def static_check(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        from .failures import RequestError
+        from .static_check import check_file
+
+        path = str(req.get("candidate_path") or "")
+        if not os.path.isfile(path):
+            raise RequestError("bad_request", f"candidate_path {path!r} is not a file")
+        problem_path = str(req.get("problem_path") or "")
+        return check_file(path, bool(req.get("require_triton", True)), problem_path).as_dict()
+
+    def verify(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        from .candidate import read_source, source_hash
+        from .failures import RequestError
+        from .verify import VerifyOptions, verify
+
+        problem = self._problem(req)
+        path = str(req.get("candidate_path") or "")
+        if not os.path.isfile(path):
+            raise RequestError("bad_request", f"candidate_path {path!r} is not a file")
+        require = bool(req.get("require_triton", True))
+        opts = VerifyOptions(
+            require_triton=require,
+            check_launch=bool(req.get("check_launch", require)),
+            entry=str(req.get("entry") or ""),
+            test_timeout_s=float(req.get("test_timeout_s") or 300.0),
+        )
+        key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
+        self._drop(key)
+        result, cand = verify(problem, path, opts, self.guard)
+        if cand is not None:
+            self.candidates[key] = cand
+            while len(self.candidates) > MAX_CANDIDATES:
+                self._drop(next(iter(self.candidates)))
+        return result
+
+    def _candidate(self, problem: Any, path: str, req: Dict[str, Any]) -> Any:
+        from .candidate import read_source, source_hash
+        from .failures import RequestError
+        from .verify import load_candidate
+
+        if not os.path.isfile(path):
+            raise RequestError("bad_request", f"candidate_path {path!r} is not a file")
+        key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
+        cand = self.candidates.get(key)
+        if cand is None:
+            cand = load_candidate(
+                problem, path, bool(req.get("require_triton", True)), str(req.get("entry") or ""), self.guard
+            )
+            self.candidates[key] = cand
+            while len(self.candidates) > MAX_CANDIDATES:
+                self._drop(next(iter(self.candidates)))
+        else:
+            self.candidates.move_to_end(key)
+        return cand
+
+    def _target(self, problem: Any, spec: Dict[str, Any], defaults: Dict[str, Any]) -> Any:
+        from .timing import make_target
+
+        kind = str(spec.get("target") or "kernel")
+        cand = None
+        if kind == "kernel":
+            merged = dict(defaults)
+            merged.update(spec)
+            cand = self._candidate(problem, str(spec.get("candidate_path") or ""), merged)
+        return make_target(problem, kind, cand, self.guard)
+
+    def bench(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        from .timing import BenchParams, bench
+
+        problem = self._problem(req)
+        target = self._target(problem, req, {})
+        return bench(problem, target, BenchParams.from_request(req), self.guard)
+
+    def compare(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        from .failures import RequestError
+        from .timing import BenchParams, compare
+
+        problem = self._problem(req)
+        a, b = req.get("a"), req.get("b")
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            raise RequestError("bad_request", "compare needs objects a and b")
+        ta = self._target(problem, a, req)
+        tb = self._target(problem, b, req)
+        return compare(problem, ta, tb, BenchParams.from_request(req), self.guard)
+
+    # -- dispatch --
+
+    def handle(self, req: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[int]]:
+        """The reply and, when the worker must exit after it, the exit status."""
+        from .failures import CheckFailure, RequestError, classify, describe
+        from .timing import Unavailable
+
+        rid = req.get("id")
+        op = req.get("op")
+        handlers = {
+            "hello": lambda r: self.hello(),
+            "load_problem": self.load_problem,
+            "unload_problem": self.unload_problem,
+            "static_check": self.static_check,
+            "verify": self.verify,
+            "bench": self.bench,
+            "compare": self.compare,
+        }
+        if op == "shutdown":
+            return ok(rid, {}), 0
+        handler = handlers.get(str(op))
+        if handler is None:
+            return error(rid, "bad_request", f"unknown op {op!r}"), None
+        try:
+            result = handler(req)
+        except RequestError as exc:
+            return error(rid, exc.kind, exc.message, exc.fatal), (EXIT_FATAL if exc.fatal else None)
+        except CheckFailure as exc:
+            return error(rid, exc.name, exc.reason, exc.fatal), (EXIT_FATAL if exc.fatal else None)
+        except Unavailable as exc:
+            target = "compile"
+            return ok(rid, {"target": target, "unavailable": str(exc)}), None
+        except BaseException as exc:  # noqa: BLE001 - the worker must reply, whatever happened
+            _log(f"internal error in {op}:\n{traceback.format_exc()}")
+            kind, fatal = classify(exc)
+            if kind == "exception":
+                kind = "internal"
+            if self.device.is_cuda and not fatal and self.device.health_check():
+                fatal = True
+                kind = "cuda_error"
+            return error(rid, kind, f"{op}: {describe(exc)}", fatal), (EXIT_FATAL if fatal else None)
+        if isinstance(result, dict) and result.get("fatal"):
+            # A fatal verdict (tamper, CUDA error) is an error reply, like every
+            # fatal outcome, with the checks attached; the worker then exits.
+            return error(rid, result["failure"], result["reason"], True, result=result), EXIT_FATAL
+        return ok(rid, result), None
+
+    def serve(self) -> int:
+        while True:
+            try:
+                req = self.channel.read()
+            except ProtocolError as exc:
+                self.channel.send(error(None, "bad_request", str(exc)))
+                continue
+            if req is None:
+                return 0
+            reply, exit_code = self.handle(req)
+            self.channel.send(reply)
+            if exit_code is not None:
+                return exit_code
+
+
+def _setup_environment(kind: str) -> None:
+    if kind == "cpu" and "TRITON_INTERPRET" not in os.environ:
+        # Triton kernels run through the interpreter on the cpu platform.
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+def main() -> int:
+    channel = Channel()
+    kind = os.environ.get("KAGENT_DEVICE", "").strip()
+    try:
+        import torch
+
+        if not kind:
+            kind = "cuda" if torch.cuda.is_available() else "cpu"
+        _setup_environment(kind)
+        from .launches import import_triton_parts, triton_module
+
+        if triton_module() is not None:
+            import_triton_parts()
+        # Import every harness module now: the guard watches them.
+        from . import calls, candidate, loading, numerics, poison, static_check, timing, usertest, verify  # noqa: F401
+        from .device import Device
+
+        device = Device(kind)
+        worker = Worker(channel, device)
+        hello = worker.hello()
+    except BaseException as exc:  # noqa: BLE001 - report start-up failure on the protocol
+        _log(f"start-up failed:\n{traceback.format_exc()}")
+        channel.send(error(0, "startup", f"worker start-up failed: {type(exc).__name__}: {exc}", True))
+        return EXIT_FATAL
+    channel.send(ok(0, hello))
+    code = worker.serve()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+if __name__ == "__main__":
+    code = main()
+    # Skip interpreter teardown: a poisoned CUDA context can hang in it.
+    os._exit(code)

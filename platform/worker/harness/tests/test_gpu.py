@@ -1,0 +1,161 @@
+"""Checks that need a GPU (skipped without one) or Triton (skipped without it).
+
+Run on a GPU machine:
+    KAGENT_SUITE_PLATFORM=cuda python3 -m unittest discover -s platform/worker/harness/tests -t platform/worker/harness
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import unittest
+
+import torch
+
+from tests.worker_client import TESTDATA_DIR, WorkerClient
+
+HAS_CUDA = torch.cuda.is_available()
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+SEEDS = [5, 6, 424242]
+
+
+def _problem(name: str) -> str:
+    return os.path.join(TESTDATA_DIR, "problems", name, "problem.py")
+
+
+def _cand(platform: str, name: str) -> str:
+    return os.path.join(TESTDATA_DIR, "candidates", platform, name + ".py")
+
+
+@unittest.skipUnless(HAS_CUDA, "no GPU")
+class GPUTimingTest(unittest.TestCase):
+    """In-process timing on the GPU: host check and recheck."""
+
+    def setUp(self) -> None:
+        from kagent_harness.device import Device
+        from kagent_harness.guard import Guard
+        from kagent_harness.loading import load_problem
+
+        self.device = Device("cuda")
+        self.problem = load_problem({"problem_path": _problem("add_relu"), "seeds": SEEDS, "shapes": []}, self.device, "g1")
+        self.guard = Guard()
+
+    def test_eager_passes_host_check(self) -> None:
+        from kagent_harness.timing import BenchParams, Target, bench
+
+        stats = bench(self.problem, Target("eager", self.problem.model, False), BenchParams(rep_ms=20, warmup_ms=5), self.guard)
+        self.assertTrue(stats["representative"])
+        self.assertTrue(stats["host_check"]["passed"], stats["host_check"])
+        self.assertGreater(stats["median_ms"], 0)
+
+    def test_side_stream_fails_host_check(self) -> None:
+        from kagent_harness.timing import BenchParams, Target, bench
+
+        side = torch.cuda.Stream()
+        big = torch.randn(2048, 2048, device="cuda")
+        model = self.problem.model
+
+        def cheat(x, y):
+            out = model(x, y)
+            with torch.cuda.stream(side):
+                for _ in range(20):
+                    torch.mm(big, big)
+            return out
+
+        stats = bench(self.problem, Target("kernel", cheat, True), BenchParams(rep_ms=20, warmup_ms=5), self.guard)
+        self.assertEqual(stats["failure"], "host_check", stats["host_check"])
+
+    def test_recheck_catches_call_counting(self) -> None:
+        from kagent_harness.timing import BenchParams, Target, bench
+
+        model = self.problem.model
+        calls = [0]
+
+        def cheat(x, y):
+            calls[0] += 1
+            if calls[0] > 20:
+                return torch.zeros_like(x)
+            return model(x, y)
+
+        stats = bench(self.problem, Target("kernel", cheat, True), BenchParams(rep_ms=20, warmup_ms=1, min_reps=50), self.guard)
+        self.assertEqual(stats["failure"], "recheck", stats["recheck"])
+        self.assertFalse(stats["recheck"]["passed"])
+
+
+@unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")
+class GPUWorkerTest(unittest.TestCase):
+    """The protocol on the GPU: verify, bench of every target, compare."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.client = WorkerClient(device="cuda")
+        cls.hello = cls.client.start()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.client.close()
+
+    def test_hello(self) -> None:
+        self.assertEqual(self.hello["device"]["type"], "cuda")
+        self.assertIsNotNone(self.hello["triton"])
+        self.assertGreater(self.hello["device"]["l2_bytes"], 0)
+
+    def test_verify_bench_compare(self) -> None:
+        c = self.client
+        load = c.request("load_problem", problem_path=_problem("add_relu"), seeds=SEEDS)
+        self.assertTrue(load["ok"], load)
+        pid = load["result"]["problem_id"]
+        good = _cand("cuda", "add_relu_ok")
+        v = c.request("verify", problem_id=pid, candidate_path=good, require_triton=True)
+        self.assertTrue(v["result"]["passed"], v)
+        self.assertGreaterEqual(v["result"]["launches"], 1)
+        for target in ("kernel", "eager", "compile"):
+            b = c.request("bench", problem_id=pid, target=target, candidate_path=good, rep_ms=20, warmup_ms=5)
+            self.assertTrue(b["ok"], b)
+            res = b["result"]
+            if "unavailable" in res:
+                continue
+            self.assertTrue(res["representative"])
+            self.assertTrue(res["host_check"]["passed"], res)
+            if target == "kernel":
+                self.assertTrue(res["recheck"]["passed"], res)
+        cmp = c.request(
+            "compare",
+            problem_id=pid,
+            a={"target": "eager"},
+            b={"target": "kernel", "candidate_path": good},
+            rep_ms=20,
+            warmup_ms=5,
+        )
+        self.assertTrue(cmp["ok"], cmp)
+        self.assertEqual(cmp["result"]["a"]["n"], cmp["result"]["b"]["n"])
+
+
+@unittest.skipUnless(HAS_TRITON, "triton is not importable")
+class InterpreterTest(unittest.TestCase):
+    """On the cpu platform with Triton importable, kernels run in the interpreter."""
+
+    def test_triton_kernel_on_cpu(self) -> None:
+        client = WorkerClient(device="cpu", env={"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
+        try:
+            hello = client.start()
+            self.assertTrue(hello["interpret"])
+            load = client.request("load_problem", problem_path=_problem("add_relu"), seeds=SEEDS)
+            pid = load["result"]["problem_id"]
+            v = client.request(
+                "verify", problem_id=pid, candidate_path=_cand("cuda", "add_relu_ok"), require_triton=True,
+                check_launch=True,
+            )
+            self.assertTrue(v["result"]["passed"], v)
+            self.assertGreaterEqual(v["result"]["launches"], 1)
+            v = client.request(
+                "verify", problem_id=pid, candidate_path=_cand("cuda", "no_launch"), require_triton=True,
+                check_launch=True,
+            )
+            self.assertEqual(v["result"]["failure"], "triton_launch", v)
+        finally:
+            client.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,565 @@
+"""The static checker on a table of snippets, banned and allowed."""
+
+from __future__ import annotations
+
+import textwrap
+import unittest
+
+from kagent_harness.static_check import check_source
+
+TRITON_HEADER = """
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def _k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, tl.sum(v, axis=0) + v.max(), mask=offs < n)
+"""
+
+
+
+def T(snippet: str) -> str:
+    """A snippet after a Triton kernel definition."""
+    return TRITON_HEADER + textwrap.dedent(snippet)
+
+
+# (name, source, require_triton, expected fragment of the reason or None for "passes")
+CASES = [
+    # --- allowed ---
+    ("plain elementwise", """
+        import torch
+        def kernel_function(x, y):
+            out = torch.empty_like(x)
+            out.copy_(torch.where(x > 0, x, y) * 2 + torch.exp(y))
+            return out.view(-1).reshape(x.shape).contiguous()
+        """, False, None),
+    ("triton kernel with tl reductions and methods", T("""
+        def kernel_function(x):
+            n = x.numel()
+            _k[(triton.cdiv(n, 128),)](x, n, BLOCK=128)
+            return x
+        """), True, None),
+    ("finfo max is not a reduction", """
+        import torch
+        def kernel_function(x):
+            big = torch.finfo(x.dtype).max
+            return torch.clamp(x, max=big)
+        """, False, None),
+    ("self attribute named min", """
+        import torch
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self, lo, hi):
+                super().__init__()
+                self.min = lo
+                self.max = hi
+            def forward(self, x):
+                return torch.clamp(x, self.min, self.max)
+        """, False, None),
+    ("math.prod and python builtins", """
+        import math
+        import torch
+        def kernel_function(x):
+            n = math.prod(x.shape)
+            m = max(n, 1) + sum([1, 2])
+            return x * (m / m)
+        """, False, None),
+    ("nn.Linear as a parameter holder", """
+        import torch
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self, a, b):
+                super().__init__()
+                self.linear = nn.Linear(a, b)
+            def forward(self, x):
+                return x[:, :1] * self.linear.weight[:, 0]
+        """, False, None),
+    ("unused functional import", """
+        import torch
+        import torch.nn.functional as F
+        def kernel_function(x):
+            return x + 1
+        """, False, None),
+    ("main block may test with torch ops", """
+        import torch
+        def kernel_function(x):
+            return x + 1
+        if __name__ == "__main__":
+            a = torch.rand(4, 4)
+            assert torch.allclose(kernel_function(a), a + 1)
+            print(torch.matmul(a, a).sum())
+        """, False, None),
+    ("dead helper is not checked", """
+        import torch
+        def _unused(a, b):
+            return torch.matmul(a, b)
+        def kernel_function(x):
+            return x + 1
+        """, False, None),
+    ("environ read", """
+        import os
+        import torch
+        def kernel_function(x):
+            if os.environ.get("TRITON_INTERPRET") == "1":
+                return x + 1
+            return x + 1
+        """, False, None),
+    ("elementwise torch allowed on cpu", """
+        import torch
+        def kernel_function(x):
+            return torch.relu(torch.sigmoid(x)) + torch.rsqrt(x.abs() + 1)
+        """, False, None),
+    # --- banned ---
+    ("syntax error", "def kernel_function(x)\n    return x\n", False, "syntax error"),
+    ("no triton kernel", """
+        import torch
+        def kernel_function(x):
+            return x + 1
+        """, True, "no @triton.jit"),
+    ("torch.matmul", """
+        import torch
+        def kernel_function(a, b):
+            return torch.matmul(a, b)
+        """, False, "torch.matmul"),
+    ("functional alias Q", """
+        import torch.nn.functional as Q
+        def kernel_function(x):
+            return Q.relu(x)
+        """, False, "torch.nn.functional.relu"),
+    ("from torch.nn import functional", """
+        from torch.nn import functional as F
+        def kernel_function(x):
+            return F.softmax(x, dim=-1)
+        """, False, "torch.nn.functional.softmax"),
+    ("from torch import matmul as mm", """
+        from torch import matmul as mm
+        def kernel_function(a, b):
+            return mm(a, b)
+        """, False, "torch.matmul"),
+    ("matmul operator in helper", """
+        import torch
+        def _h(a, b):
+            return a @ b
+        def kernel_function(a, b):
+            return _h(a, b)
+        """, False, "@ operator"),
+    ("matmul in-place operator", """
+        import torch
+        def kernel_function(a, b):
+            a @= b
+            return a
+        """, False, "@= operator"),
+    ("getattr with computed name", """
+        import torch
+        def kernel_function(a, b):
+            return getattr(torch, 'mat' + 'mul')(a, b)
+        """, False, "computed name"),
+    ("getattr with constant name", """
+        import torch
+        def kernel_function(a, b):
+            return getattr(torch, 'matmul')(a, b)
+        """, False, "torch.matmul"),
+    ("getattr of a tensor method", """
+        import torch
+        def kernel_function(x):
+            return getattr(x, 'sum')()
+        """, False, ".sum()"),
+    ("getattr passed as a value", """
+        import functools
+        import torch
+        def kernel_function(x):
+            f = functools.reduce(getattr, ["sum"], x)
+            return f()
+        """, False, "getattr used as a value"),
+    ("tensor sum method", """
+        def kernel_function(x):
+            return x.sum(dim=1)
+        """, False, ".sum()"),
+    ("bound method reference", """
+        def kernel_function(x):
+            f = x.amax
+            return f(dim=0)
+        """, False, ".amax()"),
+    ("torch.Tensor.sum unbound", """
+        import torch
+        def kernel_function(x):
+            return torch.Tensor.sum(x)
+        """, False, "torch.Tensor.sum"),
+    ("module alias by assignment", """
+        import torch
+        T = torch
+        def kernel_function(a, b):
+            return T.bmm(a, b)
+        """, False, "torch.bmm"),
+    ("op alias by assignment", """
+        import torch
+        _mm = torch.mm
+        def kernel_function(a, b):
+            return _mm(a, b)
+        """, False, "torch.mm"),
+    ("ops in a table", """
+        import torch
+        OPS = {"mm": torch.mm}
+        def kernel_function(a, b):
+            return OPS["mm"](a, b)
+        """, False, "torch.mm"),
+    ("aten", """
+        import torch
+        def kernel_function(a, b):
+            return torch.ops.aten.addmm(a, a, b)
+        """, False, "torch.ops.aten"),
+    ("private torch", """
+        import torch
+        def kernel_function(x):
+            return torch._C._nn.gelu(x)
+        """, False, "private"),
+    ("torch.compile", """
+        import torch
+        def kernel_function(x):
+            return torch.compile(lambda t: t + 1)(x)
+        """, False, "torch.compile"),
+    ("torch.compile as decorator", """
+        import torch
+        @torch.compile
+        def kernel_function(x):
+            return x + 1
+        """, False, "torch.compile"),
+    ("inductor import", """
+        import torch._inductor
+        def kernel_function(x):
+            return x
+        """, False, None),  # importing is fine; using it is not (next case)
+    ("inductor use", """
+        import torch
+        def kernel_function(x):
+            return torch._inductor.compile(x)
+        """, False, "private"),
+    ("cuda stream", """
+        import torch
+        def kernel_function(x):
+            with torch.cuda.stream(torch.cuda.Stream()):
+                return x + 1
+        """, False, "stream"),
+    ("threading", """
+        import threading
+        def kernel_function(x):
+            return x
+        """, False, "threading"),
+    ("multiprocessing in function", """
+        def kernel_function(x):
+            import multiprocessing
+            return x
+        """, False, "multiprocessing"),
+    ("ctypes", """
+        import ctypes
+        def kernel_function(x):
+            return x
+        """, False, "ctypes"),
+    ("subprocess", """
+        import subprocess
+        def kernel_function(x):
+            subprocess.run(["true"])
+            return x
+        """, False, "subprocess"),
+    ("importlib", """
+        import importlib
+        def kernel_function(x):
+            return importlib.import_module("torch").relu(x)
+        """, False, "importlib"),
+    ("__import__", """
+        def kernel_function(x):
+            return __import__("torch").relu(x)
+        """, False, "__import__"),
+    ("eval", """
+        import torch
+        def kernel_function(x):
+            return eval("torch.relu")(x)
+        """, False, "eval"),
+    ("sys.modules write", """
+        import sys
+        sys.modules["kagent_harness"] = None
+        def kernel_function(x):
+            return x
+        """, False, "sys.modules"),
+    ("os.environ write", """
+        import os
+        def kernel_function(x):
+            os.environ["X"] = "1"
+            return x
+        """, False, "os.environ"),
+    ("os.environ update", """
+        import os
+        def kernel_function(x):
+            os.environ.update({"X": "1"})
+            return x
+        """, False, "os.environ"),
+    ("sys.argv", """
+        import sys
+        def kernel_function(x):
+            return x if len(sys.argv) > 1 else x + 1
+        """, False, "sys.argv"),
+    ("from sys import argv", """
+        from sys import argv
+        def kernel_function(x):
+            return x if argv else x + 1
+        """, False, "sys.argv"),
+    ("sys._getframe", """
+        import sys
+        def kernel_function(x):
+            return sys._getframe(1).f_locals["ref"]
+        """, False, "sys._getframe"),
+    ("inspect", """
+        import inspect
+        def kernel_function(x):
+            return inspect.stack()[1]
+        """, False, "inspect"),
+    ("gc", """
+        import gc
+        def kernel_function(x):
+            return gc.get_objects()
+        """, False, "gc"),
+    ("builtins tampering", """
+        import builtins
+        builtins.print = None
+        def kernel_function(x):
+            return x
+        """, False, "builtins"),
+    ("__builtins__", """
+        __builtins__["len"] = None
+        def kernel_function(x):
+            return x
+        """, False, "__builtins__"),
+    ("monkeypatch torch.allclose", """
+        import torch
+        torch.allclose = lambda *a, **k: True
+        def kernel_function(x):
+            return x
+        """, False, "assigns torch.allclose"),
+    ("monkeypatch time via alias", """
+        import time as _t
+        clock = _t
+        clock.perf_counter = lambda: 0.0
+        def kernel_function(x):
+            return x
+        """, False, "assigns time.perf_counter"),
+    ("monkeypatch via setattr", """
+        import torch
+        setattr(torch, "allclose", lambda *a, **k: True)
+        def kernel_function(x):
+            return x
+        """, False, "torch.allclose"),
+    ("monkeypatch Tensor method", """
+        import torch
+        torch.Tensor.__eq__ = lambda a, b: True
+        def kernel_function(x):
+            return x
+        """, False, "torch.Tensor.__eq__"),
+    ("monkeypatch triton do_bench", """
+        import torch
+        import triton.testing
+        triton.testing.do_bench = lambda *a, **k: 0.001
+        def kernel_function(x):
+            return x
+        """, False, "triton.testing.do_bench"),
+    ("tf32 flag write", """
+        import torch
+        torch.backends.cuda.matmul.allow_tf32 = True
+        def kernel_function(x):
+            return x
+        """, False, "allow_tf32"),
+    ("set_float32_matmul_precision", """
+        import torch
+        def kernel_function(x):
+            torch.set_float32_matmul_precision("medium")
+            return x
+        """, False, "torch.set_float32_matmul_precision"),
+    ("harness import", """
+        from kagent_harness import guard
+        def kernel_function(x):
+            return x
+        """, False, "kagent_harness"),
+    ("reference import", """
+        from problem import Model
+        def kernel_function(x):
+            return Model()(x)
+        """, False, "reference problem"),
+    ("reference module by file stem", """
+        import myproblem
+        def kernel_function(x):
+            return myproblem.Model()(x)
+        """, False, "reference problem"),
+    ("Model name", """
+        def kernel_function(x):
+            return Model()(x)
+        """, False, "reference Model"),
+    ("inherits Model", """
+        import torch.nn as nn
+        class ModelNew(Model):
+            pass
+        """, False, "inherits"),
+    ("calls an nn module", """
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = nn.GELU()
+            def forward(self, x):
+                return self.act(x)
+        """, False, "self.act"),
+    ("constructs and calls an nn module", """
+        import torch.nn as nn
+        def kernel_function(x):
+            return nn.Softmax(dim=1)(x)
+        """, False, "Softmax module"),
+    ("forward of another module", """
+        import torch.nn as nn
+        _lin = nn.Linear(4, 4)
+        def kernel_function(x):
+            return _lin.forward(x)
+        """, False, ".forward()"),
+    ("tensor subclass", """
+        import torch
+        class Lazy(torch.Tensor):
+            pass
+        def kernel_function(x):
+            return x.as_subclass(Lazy)
+        """, False, "subclasses torch.Tensor"),
+    ("torch_function override", """
+        import torch
+        class Sneaky:
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return True
+        def kernel_function(x):
+            return Sneaky()
+        """, False, "__torch_function__"),
+    ("lru_cache", """
+        import functools
+        @functools.lru_cache(None)
+        def kernel_function(x):
+            return x + 1
+        """, False, "lru_cache"),
+    ("numpy", """
+        import numpy as np
+        import torch
+        def kernel_function(x):
+            return torch.from_numpy(np.sum(x.numpy(), axis=1))
+        """, False, "numpy"),
+    ("open file descriptor", """
+        def kernel_function(x):
+            with open(3, "w") as f:
+                f.write("{}")
+            return x
+        """, False, "open"),
+    ("os.write", """
+        import os
+        def kernel_function(x):
+            os.write(3, b"{}")
+            return x
+        """, False, "os.write"),
+    ("dunder dict", """
+        import torch
+        def kernel_function(a, b):
+            return torch.__dict__["matmul"](a, b)
+        """, False, "__dict__"),
+    ("frame walking", """
+        def kernel_function(x):
+            try:
+                raise ValueError
+            except ValueError as e:
+                return e.__traceback__.tb_frame.f_back.f_locals
+        """, False, "frames"),
+    ("star import", """
+        from torch import *
+        def kernel_function(x):
+            return x
+        """, False, "import *"),
+    ("strict relu with triton", T("""
+        def kernel_function(x):
+            _k[(1,)](x, x.numel(), BLOCK=128)
+            return torch.relu(x)
+        """), True, "torch.relu computes in PyTorch"),
+    ("strict method with triton", T("""
+        def kernel_function(x):
+            _k[(1,)](x, x.numel(), BLOCK=128)
+            return x.exp()
+        """), True, ".exp()"),
+    ("banned helper reached through a method", """
+        import torch
+        import torch.nn as nn
+        def _norm(x):
+            return torch.layer_norm(x, x.shape[-1:])
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return self._go(x)
+            def _go(self, x):
+                return _norm(x)
+        """, False, "torch.layer_norm"),
+    ("helper passed as a callback", """
+        import torch
+        def _reduce(x):
+            return x.mean()
+        def _apply(fn, x):
+            return fn(x)
+        def kernel_function(x):
+            return _apply(_reduce, x)
+        """, False, ".mean()"),
+]
+
+
+class StaticCheckTable(unittest.TestCase):
+    def test_table(self) -> None:
+        for name, src, require_triton, expected in CASES:
+            with self.subTest(name):
+                res = check_source(textwrap.dedent(src), require_triton, ["myproblem"])
+                if expected is None:
+                    self.assertTrue(res.passed, f"{name}: unexpectedly rejected: {res.reason}")
+                else:
+                    self.assertFalse(res.passed, f"{name}: unexpectedly accepted")
+                    joined = " ".join(v.text() for v in res.violations)
+                    self.assertIn(expected, joined, f"{name}: {joined}")
+                    self.assertNotIn("\n", res.reason)
+
+    def test_reason_names_helper_path(self) -> None:
+        src = textwrap.dedent(
+            """
+            import torch
+            def _inner(a, b):
+                return torch.mm(a, b)
+            def _outer(a, b):
+                return _inner(a, b)
+            def kernel_function(a, b):
+                return _outer(a, b)
+            """
+        )
+        res = check_source(src, False)
+        self.assertFalse(res.passed)
+        self.assertIn("helper _inner()", res.reason)
+        self.assertIn("line 4", res.reason)
+
+    def test_detects_jit_call_form(self) -> None:
+        src = textwrap.dedent(
+            """
+            import triton
+            import triton.language as tl
+            def _body(x_ptr):
+                tl.store(x_ptr, tl.load(x_ptr).sum())
+            _kernel = triton.jit(_body)
+            def kernel_function(x):
+                _kernel[(1,)](x)
+                return x
+            """
+        )
+        res = check_source(src, True)
+        self.assertTrue(res.passed, res.reason)
+        self.assertTrue(res.has_triton_jit)
+
+    def test_entries_reported(self) -> None:
+        res = check_source("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n", False)
+        self.assertEqual(res.entries, ["ModelNew"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,166 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/platform"
+)
+
+// suiteEntry is one case of testdata/suite.json.
+type suiteEntry struct {
+	Name      string            `json:"name"`
+	Problem   string            `json:"problem"`
+	Candidate string            `json:"candidate"`
+	Platform  string            `json:"platform"`
+	Options   kerneldir.Options `json:"options"`
+	Expect    string            `json:"expect"`
+	Note      string            `json:"note,omitempty"`
+}
+
+func loadSuite(t *testing.T) []suiteEntry {
+	t.Helper()
+	b, err := os.ReadFile("testdata/suite.json")
+	if err != nil {
+		t.Fatalf("read suite: %v", err)
+	}
+	var entries []suiteEntry
+	if err := json.Unmarshal(b, &entries); err != nil {
+		t.Fatalf("parse suite: %v", err)
+	}
+	return entries
+}
+
+// suitePlatform is the platform whose entries run: cpu unless
+// KAGENT_SUITE_PLATFORM says otherwise (cuda on the GPU machine).
+func suitePlatform() string {
+	if p := os.Getenv("KAGENT_SUITE_PLATFORM"); p != "" {
+		return p
+	}
+	return "cpu"
+}
+
+// TestSuite drives the real Python worker over the adversarial and fault
+// suites: each cheat must be rejected by the named check, each fault must be
+// survived, and the next candidate must then be evaluated normally.
+func TestSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("suite runs the real harness")
+	}
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	plat := suitePlatform()
+	entries := loadSuite(t)
+	type group struct {
+		key     string
+		entries []suiteEntry
+	}
+	groups := map[string]*group{}
+	var keys []string
+	for _, e := range entries {
+		if e.Platform != plat {
+			continue
+		}
+		ob, _ := json.Marshal(e.Options)
+		key := e.Problem + " " + string(ob)
+		if groups[key] == nil {
+			groups[key] = &group{key: key}
+			keys = append(keys, key)
+		}
+		groups[key].entries = append(groups[key].entries, e)
+	}
+	if len(keys) == 0 {
+		t.Fatalf("suite has no %s entries", plat)
+	}
+	sort.Strings(keys)
+	cache := t.TempDir()
+	var table []string
+	for _, k := range keys {
+		g := groups[k]
+		first := g.entries[0]
+		var control string
+		for _, e := range g.entries {
+			if e.Expect == "pass" {
+				control = e.Candidate
+				break
+			}
+		}
+		abs, _ := filepath.Abs(filepath.Join("testdata", first.Problem))
+		task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py"), Options: first.Options}
+		device := "cpu"
+		var env []string
+		if plat == "cuda" {
+			device = "cuda"
+		} else {
+			env = []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="}
+		}
+		sess, err := OpenSession(context.Background(), task, SessionConfig{
+			Python: py, Device: device, Spare: true, Isolate: true, CacheDir: cache, Env: env,
+			TritonIfImportable: plat != "cuda",
+			Engine: EngineOptions{
+				VerifyTimeout: 20 * time.Second, BenchTimeout: 120 * time.Second, LoadTimeout: 5 * time.Minute,
+				RequireTriton: plat == "cuda", Representative: plat == "cuda", WarmupMS: 5, RepMS: 20,
+			},
+		})
+		if err != nil {
+			t.Fatalf("%s: open session: %v", first.Problem, err)
+		}
+		for _, e := range g.entries {
+			t.Run(e.Name, func(t *testing.T) {
+				cand, _ := filepath.Abs(filepath.Join("testdata", e.Candidate))
+				start := time.Now()
+				v, err := sess.Verify(context.Background(), platform.Candidate{ID: e.Name, Path: cand})
+				took := time.Since(start)
+				if err != nil {
+					t.Fatalf("verify: %v", err)
+				}
+				got := "pass"
+				if !v.Passed {
+					got = v.Failure
+				}
+				table = append(table, fmt.Sprintf("%-40s %-28s %-22s %6.2fs  %s", e.Name, e.Expect, got, took.Seconds(), v.Reason))
+				switch {
+				case e.Expect == "pass":
+					if !v.Passed {
+						t.Fatalf("correct candidate rejected: %s: %s", v.Failure, v.Reason)
+					}
+					tm, err := sess.Time(context.Background(), platform.Target{Kind: platform.TargetKernel, Candidate: platform.Candidate{ID: e.Name, Path: cand}})
+					if err != nil || tm.N < 1 {
+						t.Fatalf("timing a correct candidate: %+v %v", tm, err)
+					}
+				default:
+					_, want, _ := strings.Cut(e.Expect, ":")
+					if v.Passed {
+						t.Fatalf("cheat/fault passed; want %s", e.Expect)
+					}
+					if v.Failure != want {
+						t.Errorf("rejected by %q (%s), want %q", v.Failure, v.Reason, want)
+					}
+					if strings.TrimSpace(v.Reason) == "" || strings.Contains(v.Reason, "\n") {
+						t.Errorf("reason must be one non-empty line: %q", v.Reason)
+					}
+					// The worker survived: a correct candidate still passes.
+					if control != "" {
+						cp, _ := filepath.Abs(filepath.Join("testdata", control))
+						cv, err := sess.Verify(context.Background(), platform.Candidate{ID: "control", Path: cp})
+						if err != nil || !cv.Passed {
+							t.Fatalf("after %s, the control candidate failed: %+v %v", e.Name, cv, err)
+						}
+					}
+				}
+			})
+		}
+		sess.Close()
+	}
+	t.Logf("\n%-40s %-28s %-22s %7s  %s\n%s", "CASE", "EXPECT", "GOT", "TIME", "REASON", strings.Join(table, "\n"))
+}

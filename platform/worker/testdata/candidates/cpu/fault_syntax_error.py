@@ -1,0 +1,6 @@
+"""Fault: not valid Python."""
+import torch
+
+
+def kernel_function(x, y)
+    return x + y

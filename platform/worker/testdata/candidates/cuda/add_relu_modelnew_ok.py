@@ -1,0 +1,31 @@
+"""Correct: ModelNew style launching a Triton kernel from a helper."""
+import torch.nn as nn
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_relu_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    s = x + y
+    tl.store(out_ptr + offs, tl.where(s > 0, s, 0.0), mask=mask)
+
+
+def _launch(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    _add_relu_kernel[(triton.cdiv(n, 512),)](x, y, out, n, BLOCK=512)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        return _launch(x.contiguous(), y.contiguous())

@@ -1,0 +1,38 @@
+"""Noisy but correct: prints 100 MB to stdout during its first call."""
+import sys
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_relu_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    s = x + y
+    tl.store(out_ptr + offs, tl.where(s > 0, s, 0.0), mask=mask)
+
+
+_printed = [False]
+
+
+def kernel_function(x, y):
+    if not _printed[0]:
+        _printed[0] = True
+        _flood()
+    out = torch.empty_like(x)
+    n = x.numel()
+    _add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+
+
+def _flood():
+    chunk = "x" * 1023 + "\n"
+    for _ in range(100 * 1024):
+        sys.stdout.write(chunk)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(b'{"id": 999, "ok": true, "result": {"passed": true}}\n')
+    sys.stdout.flush()

@@ -1,0 +1,23 @@
+"""Cheat: torch.nn.functional under an alias, in a helper."""
+import torch.nn.functional as Q
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def _project(a, b):
+    return Q.linear(a, b.t().contiguous())
+
+
+def kernel_function(a, b):
+    c = _project(a, b)
+    out = torch.empty_like(c)
+    _copy_kernel[(triton.cdiv(c.numel(), 1024),)](c, out, c.numel(), BLOCK=1024)
+    return out

@@ -1,0 +1,20 @@
+"""Cheat: defines a Triton kernel but never launches it; tensor operators do the work."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_relu_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    s = x + y
+    tl.store(out_ptr + offs, tl.where(s > 0, s, 0.0), mask=mask)
+
+
+def kernel_function(x, y):
+    s = x + y
+    return s * (s > 0).to(s.dtype)
