@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v /usr/bin/python3 || command -v python3)
 GO ?= go
 GOFLAGS_TEST ?= -race -count=1
 
-.PHONY: build test test-go test-python lint linux
+.PHONY: build test test-go test-python lint linux gpu-binaries
 
 build:
 	$(GO) build -o bin/kagent ./cmd/kagent
@@ -26,3 +26,9 @@ test-python:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# Binaries carried to the GPU machine (linux/amd64, static).
+gpu-binaries:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/kagent ./cmd/kagent
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/enginebench ./cmd/enginebench
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/worker.test ./platform/worker

@@ -26,6 +26,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			optimizeCommand(),
 			evalCommand(),
+			profileCommand(),
 			specsCommand(),
 			configsCommand(),
 			doctorCommand(),

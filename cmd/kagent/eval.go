@@ -11,7 +11,6 @@ import (
 
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker"
-	"github.com/kagent-dev/kagent/roofline"
 )
 
 func evalCommand() *cli.Command {
@@ -102,18 +101,9 @@ func runEval(c *cli.Context) error {
 				rep.SpeedupVs[string(b)] = bt.MedianMS / k.MedianMS
 			}
 		}
-		if ws != nil && ws.Specs.MemBWGBs > 0 {
-			if info, err := ws.Info(c.Context); err == nil {
-				flops := 0.0
-				if info.FLOPs != nil {
-					flops = *info.FLOPs
-				}
-				dtype := s.task.Options.DType
-				if dtype == "" && len(info.Inputs) > 0 {
-					dtype = info.Inputs[0].DType
-				}
-				rep.FloorMS = roofline.Floor(info.BytesIn+info.BytesOut, flops, dtype, ws.Specs)
-				rep.FloorFrac = rep.FloorMS / k.MedianMS
+		if ws != nil {
+			if floor, err := ws.Floor(c.Context); err == nil && floor > 0 {
+				rep.FloorMS, rep.FloorFrac = floor, floor/k.MedianMS
 			}
 		}
 	}

@@ -158,11 +158,7 @@ func (s *Session) checkPhysical(ctx context.Context, tm platform.Timing) error {
 	if info.FLOPs != nil {
 		flops = *info.FLOPs
 	}
-	dtype := s.Engine.req.DType
-	if dtype == "" && len(info.Inputs) > 0 {
-		dtype = info.Inputs[0].DType
-	}
-	if err := roofline.CheckPhysical(tm.MedianMS, info.BytesIn+info.BytesOut, flops, dtype, s.Specs); err != nil {
+	if err := roofline.CheckPhysical(tm.MedianMS, info.BytesIn+info.BytesOut, flops, s.dtype(info), s.Specs); err != nil {
 		return &PhysicalLimitError{Err: err}
 	}
 	return nil
@@ -245,3 +241,32 @@ func (s *Session) syntheticProfile(ctx context.Context, c platform.Candidate, re
 
 // Interface guards
 var _ platform.Session = (*Session)(nil)
+
+// Floor returns the roofline floor of one call of the problem on the
+// session's GPU (0 when the GPU has no specs, e.g. the cpu platform).
+func (s *Session) Floor(ctx context.Context) (float64, error) {
+	if s.Specs.MemBWGBs == 0 {
+		return 0, nil
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	flops := 0.0
+	if info.FLOPs != nil {
+		flops = *info.FLOPs
+	}
+	return roofline.Floor(info.BytesIn+info.BytesOut, flops, s.dtype(info), s.Specs), nil
+}
+
+// dtype is the dtype that selects the peak rate: the kernel dir's, else the
+// first input's.
+func (s *Session) dtype(info ProblemInfo) string {
+	if d := s.Engine.req.DType; d != "" {
+		return d
+	}
+	if len(info.Inputs) > 0 {
+		return info.Inputs[0].DType
+	}
+	return ""
+}

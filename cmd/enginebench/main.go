@@ -1,0 +1,398 @@
+// Command enginebench measures kagent's evaluation engine on a real GPU and
+// prints a table (and writes results.json / results.md under -out):
+//
+//  1. wall time per candidate evaluation (3-draw verify + timing, Triton
+//     compile included) with warm workers, against the one-fresh-process-per-
+//     step design (a new Python process for the test, another for timing);
+//  2. the same kernel timed five times: the spread of the medians (CV);
+//  3. kagent's time against Nsight Compute's gpu__time_duration;
+//  4. the eager baseline against itself through the interleaved A/B path.
+//
+// Usage (on the GPU machine):
+//
+//	enginebench -python python3 -repo . -out results/ [-ncu ncu]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/worker"
+)
+
+type options struct {
+	python, repo, out, device, template, problem, large string
+	n                                                   int
+	cache                                               string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.python, "python", "python3", "Python with torch and triton")
+	flag.StringVar(&o.repo, "repo", ".", "repository root")
+	flag.StringVar(&o.out, "out", "", "folder for results.json and results.md")
+	flag.StringVar(&o.device, "device", "cuda", "cuda or cpu")
+	flag.StringVar(&o.template, "template", "cmd/enginebench/candidate.tmpl.py", "candidate template ({{VARIANT}}, {{WARPS}})")
+	flag.StringVar(&o.problem, "problem", "cmd/enginebench/problems/softmax_small", "small problem for the evaluation-speed comparison")
+	flag.StringVar(&o.large, "large", "cmd/enginebench/problems/softmax_large,examples/rmsnorm", "comma-separated problems for the stability and A/B measurements")
+	flag.IntVar(&o.n, "n", 10, "distinct candidates")
+	flag.StringVar(&o.cache, "cache", "", "cache dir (default: a fresh temporary one, so every Triton compile is counted)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "enginebench:", err)
+		os.Exit(1)
+	}
+}
+
+// results is what the benchmark writes.
+type results struct {
+	Date       string          `json:"date"`
+	Device     string          `json:"device"`
+	Torch      string          `json:"torch"`
+	Triton     string          `json:"triton"`
+	PoolStartS float64         `json:"pool_start_s"`
+	Warm       []float64       `json:"warm_eval_s"`
+	Fresh      []float64       `json:"fresh_eval_s"`
+	WarmMedian float64         `json:"warm_median_s"`
+	FreshMed   float64         `json:"fresh_median_s"`
+	Ratio      float64         `json:"fresh_over_warm"`
+	Stability  []stability     `json:"stability"`
+	AB         []abResult      `json:"ab_self"`
+	NCU        []ncuResult     `json:"ncu"`
+	Failures   []string        `json:"failures,omitempty"`
+	Verdicts   map[string]bool `json:"verdicts"`
+}
+
+type stability struct {
+	Problem string    `json:"problem"`
+	Medians []float64 `json:"medians_ms"`
+	CV      float64   `json:"cv_of_medians"`
+	InnerCV float64   `json:"median_inner_cv"`
+}
+
+type ncuResult struct {
+	Problem  string   `json:"problem"`
+	KagentMS float64  `json:"kagent_median_ms"`
+	NCUMS    float64  `json:"ncu_gpu_time_ms"`
+	Diff     float64  `json:"relative_difference"`
+	Kernels  []string `json:"kernels"`
+	ProfileS float64  `json:"profile_seconds"`
+}
+
+type abResult struct {
+	Problem string  `json:"problem"`
+	A, B    float64 `json:"-"`
+	AMS     float64 `json:"a_median_ms"`
+	BMS     float64 `json:"b_median_ms"`
+	Ratio   float64 `json:"ratio"`
+}
+
+func run(ctx context.Context, o options, w io.Writer) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cache := o.cache
+	if cache == "" {
+		d, err := os.MkdirTemp("", "enginebench-cache-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		cache = d
+	}
+	res := results{Date: time.Now().UTC().Format(time.RFC3339), Verdicts: map[string]bool{}}
+	task, err := loadTask(ctx, o, filepath.Join(o.repo, o.problem), cache)
+	if err != nil {
+		return err
+	}
+	cands, err := writeCandidates(o, cache)
+	if err != nil {
+		return err
+	}
+	device := o.device
+	cfg := func(cacheDir string, spare bool) worker.SessionConfig {
+		return worker.SessionConfig{Python: o.python, Device: device, Spare: spare, Isolate: true, CacheDir: cacheDir, Logger: log,
+			Engine: worker.EngineOptions{RequireTriton: device == "cuda", Representative: device == "cuda", WarmupMS: 25, RepMS: 100}}
+	}
+
+	// 1a. Warm workers: one pool, every candidate through it.
+	warmCache := filepath.Join(cache, "warm")
+	t0 := time.Now()
+	sess, err := worker.OpenSession(ctx, task, cfg(warmCache, true))
+	if err != nil {
+		return err
+	}
+	res.PoolStartS = time.Since(t0).Seconds()
+	res.Device, res.Torch = sess.Hello.Device.Name, sess.Hello.Torch
+	if sess.Hello.Triton != nil {
+		res.Triton = *sess.Hello.Triton
+	}
+	if _, err := sess.Info(ctx); err != nil { // problem load is per run, not per candidate
+		sess.Close()
+		return err
+	}
+	for _, c := range cands {
+		t := time.Now()
+		ok, why := evaluate(ctx, sess, c)
+		res.Warm = append(res.Warm, time.Since(t).Seconds())
+		res.Verdicts["warm/"+c.ID] = ok
+		if !ok {
+			res.Failures = append(res.Failures, "warm "+c.ID+": "+why)
+		}
+	}
+	sess.Close()
+
+	// 1b. One fresh process for the test and another for the timing, per candidate.
+	freshCache := filepath.Join(cache, "fresh")
+	for _, c := range cands {
+		t := time.Now()
+		ok, why := evaluateFresh(ctx, task, c, cfg(freshCache, false))
+		res.Fresh = append(res.Fresh, time.Since(t).Seconds())
+		res.Verdicts["fresh/"+c.ID] = ok
+		if !ok {
+			res.Failures = append(res.Failures, "fresh "+c.ID+": "+why)
+		}
+	}
+	res.WarmMedian, res.FreshMed = median(res.Warm), median(res.Fresh)
+	res.Ratio = sum(res.Fresh) / sum(res.Warm)
+
+	// 2 and 4. Stability of repeated timings, and eager A/B against itself.
+	for _, dir := range strings.Split(o.large, ",") {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			continue
+		}
+		lt, err := loadTask(ctx, o, filepath.Join(o.repo, dir), cache)
+		if err != nil {
+			return err
+		}
+		ls, err := worker.OpenSession(ctx, lt, cfg(warmCache, false))
+		if err != nil {
+			return err
+		}
+		kernel := platform.Target{Kind: platform.TargetKernel, Candidate: platform.Candidate{ID: "k", Path: cands[0].Path}}
+		if lt.KernelPath != "" {
+			kernel.Candidate = platform.Candidate{ID: "input", Path: lt.KernelPath}
+		}
+		if v, err := ls.Verify(ctx, kernel.Candidate); err != nil || !v.Passed {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s: verify %v %s %s", dir, err, v.Failure, v.Reason))
+		}
+		st := stability{Problem: dir}
+		var inner []float64
+		for i := 0; i < 5; i++ {
+			tm, err := ls.Time(ctx, kernel)
+			if err != nil {
+				res.Failures = append(res.Failures, fmt.Sprintf("%s: time: %v", dir, err))
+				break
+			}
+			st.Medians = append(st.Medians, tm.MedianMS)
+			inner = append(inner, tm.CV)
+		}
+		st.CV, st.InnerCV = cv(st.Medians), median(inner)
+		res.Stability = append(res.Stability, st)
+		if device == "cuda" && len(st.Medians) > 0 {
+			t := time.Now()
+			m, err := ls.Profile(ctx, kernel.Candidate)
+			if err != nil {
+				res.Failures = append(res.Failures, fmt.Sprintf("%s: ncu: %v", dir, err))
+			} else {
+				k := median(st.Medians)
+				res.NCU = append(res.NCU, ncuResult{Problem: dir, KagentMS: k, NCUMS: m.TimeMS, Diff: (k - m.TimeMS) / m.TimeMS,
+					Kernels: m.Kernels, ProfileS: time.Since(t).Seconds()})
+			}
+		}
+		eager := platform.Target{Kind: platform.TargetEager}
+		a, b, err := ls.Compare(ctx, eager, eager)
+		if err != nil {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s: compare: %v", dir, err))
+		} else {
+			res.AB = append(res.AB, abResult{Problem: dir, AMS: a.MedianMS, BMS: b.MedianMS, Ratio: a.MedianMS / b.MedianMS})
+		}
+		ls.Close()
+	}
+	report(w, res)
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(filepath.Join(o.out, "enginebench.json"), b, 0o644); err != nil {
+			return err
+		}
+		f, err := os.Create(filepath.Join(o.out, "enginebench.md"))
+		if err != nil {
+			return err
+		}
+		report(f, res)
+		f.Close()
+	}
+	return nil
+}
+
+func loadTask(ctx context.Context, o options, dir, cache string) (*kerneldir.Task, error) {
+	return kerneldir.Load(ctx, dir, kerneldir.LoadOptions{Python: o.python, CacheDir: cache})
+}
+
+// writeCandidates renders n distinct candidates (distinct sources, so each
+// is compiled by Triton).
+func writeCandidates(o options, cache string) ([]platform.Candidate, error) {
+	tmpl, err := os.ReadFile(filepath.Join(o.repo, o.template))
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cache, "candidates")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	warps := []int{1, 2, 4, 8, 16}
+	var out []platform.Candidate
+	for i := 0; i < o.n; i++ {
+		src := strings.ReplaceAll(string(tmpl), "{{VARIANT}}", fmt.Sprintf("v%d", i))
+		src = strings.ReplaceAll(src, "{{WARPS}}", fmt.Sprint(warps[i%len(warps)]))
+		p := filepath.Join(dir, fmt.Sprintf("cand%02d.py", i))
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, platform.Candidate{ID: fmt.Sprintf("cand%02d", i), Path: p, Source: src})
+	}
+	return out, nil
+}
+
+// evaluate verifies and times one candidate, as the optimization loop does.
+func evaluate(ctx context.Context, s *worker.Session, c platform.Candidate) (bool, string) {
+	v, err := s.Verify(ctx, c)
+	if err != nil {
+		return false, err.Error()
+	}
+	if !v.Passed {
+		return false, v.Failure + ": " + v.Reason
+	}
+	if _, err := s.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: c}); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// evaluateFresh is the per-step fresh-process design: a new Python process
+// (import torch and triton, build inputs) for the test, another for the timing.
+func evaluateFresh(ctx context.Context, task *kerneldir.Task, c platform.Candidate, cfg worker.SessionConfig) (bool, string) {
+	s, err := worker.OpenSession(ctx, task, cfg)
+	if err != nil {
+		return false, err.Error()
+	}
+	v, err := s.Verify(ctx, c)
+	s.Close()
+	if err != nil {
+		return false, err.Error()
+	}
+	if !v.Passed {
+		return false, v.Failure + ": " + v.Reason
+	}
+	s, err = worker.OpenSession(ctx, task, cfg)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer s.Close()
+	if _, err := s.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: c}); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+func report(w io.Writer, r results) {
+	fmt.Fprintf(w, "# Evaluation engine benchmark\n\n%s, %s, torch %s, triton %s\n\n", r.Date, r.Device, r.Torch, r.Triton)
+	fmt.Fprintf(w, "## 1. Wall time per candidate (verify on 3 draws + timing, Triton compile included), %d candidates\n\n", len(r.Warm))
+	fmt.Fprintf(w, "| design | median s | mean s | min s | max s |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| warm workers | %.3f | %.3f | %.3f | %.3f |\n", median(r.Warm), mean(r.Warm), minOf(r.Warm), maxOf(r.Warm))
+	fmt.Fprintf(w, "| fresh process per step | %.3f | %.3f | %.3f | %.3f |\n\n", median(r.Fresh), mean(r.Fresh), minOf(r.Fresh), maxOf(r.Fresh))
+	fmt.Fprintf(w, "fresh / warm (total time): %.2fx; pool start-up (paid once per run): %.2f s\n\n", r.Ratio, r.PoolStartS)
+	fmt.Fprintf(w, "## 2. Same kernel timed 5 times\n\n| problem | medians ms | CV of medians | median in-run CV |\n|---|---|---|---|\n")
+	for _, s := range r.Stability {
+		var ms []string
+		for _, m := range s.Medians {
+			ms = append(ms, fmt.Sprintf("%.4f", m))
+		}
+		fmt.Fprintf(w, "| %s | %s | %.3f%% | %.3f%% |\n", s.Problem, strings.Join(ms, " "), 100*s.CV, 100*s.InnerCV)
+	}
+	fmt.Fprintf(w, "\n## 3. kagent's time against Nsight Compute (gpu__time_duration, one profiled call)\n\n| problem | kagent median ms | ncu ms | difference | profile wall s | kernels |\n|---|---|---|---|---|---|\n")
+	for _, n := range r.NCU {
+		fmt.Fprintf(w, "| %s | %.4f | %.4f | %+.2f%% | %.1f | %s |\n", n.Problem, n.KagentMS, n.NCUMS, 100*n.Diff, n.ProfileS, strings.Join(n.Kernels, " "))
+	}
+	fmt.Fprintf(w, "\n## 4. Eager baseline against itself through the interleaved A/B path\n\n| problem | A ms | B ms | A/B |\n|---|---|---|---|\n")
+	for _, a := range r.AB {
+		fmt.Fprintf(w, "| %s | %.4f | %.4f | %.4f |\n", a.Problem, a.AMS, a.BMS, a.Ratio)
+	}
+	if len(r.Failures) > 0 {
+		fmt.Fprintf(w, "\n## Failures\n\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "- %s\n", f)
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func sum(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return sum(xs) / float64(len(xs))
+}
+
+func cv(xs []float64) float64 {
+	m := mean(xs)
+	if m == 0 || len(xs) < 2 {
+		return 0
+	}
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return math.Sqrt(v/float64(len(xs)-1)) / m
+}
+
+func minOf(xs []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range xs {
+		m = math.Min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		m = math.Max(m, x)
+	}
+	return m
+}

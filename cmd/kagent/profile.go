@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+func profileCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "profile",
+		Usage: "profile a kernel dir's kernel and place it on the GPU's roofline",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "folder holding problem.py and input.py (or kernel.py)"},
+			&cli.StringFlag{Name: "kernel", Usage: "profile this file instead of the kernel dir's input.py"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+		}, configFlags()...),
+		Action: runProfile,
+	}
+}
+
+type profileReport struct {
+	Kernel   string           `json:"kernel"`
+	Platform string           `json:"platform"`
+	GPU      string           `json:"gpu"`
+	Metrics  roofline.Metrics `json:"metrics"`
+	Roofline roofline.Result  `json:"roofline"`
+	Seconds  float64          `json:"profile_seconds"`
+}
+
+func runProfile(c *cli.Context) error {
+	s, err := setup(c)
+	if err != nil {
+		return err
+	}
+	if !s.platform.Executes() {
+		return usageError("profile runs kernels; the %s platform executes nothing (choose --platform cuda, rocm, xpu or cpu)", s.platform.Name())
+	}
+	cand := platform.Candidate{ID: "input", Path: s.task.KernelPath, Source: s.task.KernelSource}
+	if k := c.String("kernel"); k != "" {
+		cand = platform.Candidate{ID: "kernel", Path: absPath(k)}
+	}
+	sess, err := s.platform.Open(c.Context, s.task)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	var specs roofline.Specs
+	if ws, ok := sess.(*worker.Session); ok {
+		specs = ws.Specs
+	} else if specs, err = s.platform.Specs(c.Context); err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := sess.Profile(c.Context, cand)
+	if err != nil {
+		return err
+	}
+	rep := profileReport{Kernel: cand.Path, Platform: s.platform.Name(), GPU: specs.Name, Metrics: m,
+		Roofline: s.platform.Analyzer().Analyze(m, specs), Seconds: time.Since(start).Seconds()}
+	if c.Bool("json") {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(c.App.Writer, string(b))
+		return nil
+	}
+	printProfile(c.App.Writer, rep)
+	return nil
+}
+
+func printProfile(w io.Writer, r profileReport) {
+	m, rl := r.Metrics, r.Roofline
+	fmt.Fprintf(w, "kernel:   %s\nplatform: %s on %s (profiled in %.1f s, source %s)\n", r.Kernel, r.Platform, r.GPU, r.Seconds, m.Source)
+	if m.Fallback != "" {
+		fmt.Fprintf(w, "fallback: %s\n", m.Fallback)
+	}
+	if len(m.Kernels) > 0 {
+		fmt.Fprintf(w, "kernels:  %s\n", strings.Join(m.Kernels, ", "))
+	}
+	t := newTable(w)
+	t.row("METRIC", "VALUE")
+	t.row("time", fmt.Sprintf("%.4f ms", m.TimeMS))
+	t.row("bytes read / written", fmt.Sprintf("%.3f / %.3f GB", m.BytesRead/1e9, m.BytesWrite/1e9))
+	if rl.AchievedGBs > 0 {
+		t.row("achieved bandwidth", fmt.Sprintf("%.0f GB/s", rl.AchievedGBs))
+	}
+	if m.FLOPs > 0 {
+		t.row("flops", fmt.Sprintf("%.3g (%.1f TFLOP/s)", m.FLOPs, rl.AchievedTFLOPS))
+	}
+	t.row("compute SOL", fmt.Sprintf("%.1f%%", rl.ComputeSOL))
+	t.row("memory SOL", fmt.Sprintf("%.1f%%", rl.MemorySOL))
+	t.row("class", string(rl.Class))
+	t.row("headroom", fmt.Sprintf("%.1f%%", rl.Headroom))
+	t.row("at roofline", fmt.Sprint(rl.AtRoofline))
+	if rl.FloorMS > 0 {
+		t.row("roofline floor", fmt.Sprintf("%.4f ms (the kernel takes %.2fx the floor)", rl.FloorMS, m.TimeMS/rl.FloorMS))
+	}
+	_ = t.flush()
+	for _, wr := range append(append([]string(nil), rl.Warnings...), m.Warnings...) {
+		fmt.Fprintf(w, "warning: %s\n", wr)
+	}
+	if len(m.Raw) > 0 {
+		keys := make([]string, 0, len(m.Raw))
+		for k := range m.Raw {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintln(w, "\nraw metrics:")
+		rt := newTable(w)
+		for _, k := range keys {
+			rt.row("  "+k, fmt.Sprintf("%.6g", m.Raw[k]))
+		}
+		_ = rt.flush()
+	}
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs kagent's GPU proofs on an NVIDIA machine and leaves logs and tables in $OUT.
+# Expects prebuilt linux/amd64 binaries in bin/ (make gpu-binaries):
+#   bin/kagent, bin/enginebench, bin/worker.test
+# Usage: OUT=/tmp/out scripts/h200-proof.sh [steps...]   (steps: doctor suite eval bench profile)
+set -uo pipefail
+OUT=${OUT:-/tmp/kagent-proof}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 KAGENT_CACHE_DIR=${KAGENT_CACHE_DIR:-/tmp/kagent-cache}
+PY=${PY:-python3}
+steps=${*:-doctor suite eval bench profile}
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/steps.log"; }
+
+for step in $steps; do
+  case $step in
+  doctor)
+    log doctor
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"
+    bin/kagent doctor --python "$PY" 2>&1 | tee "$OUT/doctor.txt"
+    bin/kagent specs H200 2>&1 | tee "$OUT/specs-h200.txt"
+    ;;
+  suite)
+    log "adversarial and fault suite on cuda"
+    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SUITE_PLATFORM=cuda timeout 540 ../../bin/worker.test -test.run 'TestSuite$' -test.v -test.timeout 9m) > "$OUT/suite-cuda.txt" 2>&1
+    echo "suite exit $?" | tee -a "$OUT/steps.log"
+    grep -E '^(---|ok|FAIL|PASS)|CASE|pass|fail:|fault:' "$OUT/suite-cuda.txt" | tail -60
+    ;;
+  eval)
+    log "eval rmsnorm"
+    t0=$SECONDS
+    bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm.txt"
+    echo "eval wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"; tail -3 "$OUT/eval-rmsnorm.stderr"
+    ;;
+  bench)
+    log "engine benchmark"
+    bin/enginebench -python "$PY" -repo . -out "$OUT" 2>"$OUT/enginebench.stderr" | tee "$OUT/enginebench.txt"
+    ;;
+  profile)
+    log "profile rmsnorm"
+    t0=$SECONDS
+    bin/kagent profile --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>&1 | tee "$OUT/profile-rmsnorm.txt"
+    echo "profile wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"
+    ;;
+  esac
+done
+log done
