@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// RecordLLMCall records one model call (failed calls too: Error says why) and
+// returns its id. The run must exist; it may be in any status. Round is an
+// existing round or NoRound; CandidateID is free text (the candidate may be
+// added after its rewrite call returns).
+func (s *Store) RecordLLMCall(ctx context.Context, c LLMCall) (int64, error) {
+	if c.PromptTokens < 0 || c.CompletionTokens < 0 || c.CostUSD < 0 || c.Duration < 0 {
+		return 0, fmt.Errorf("record llm call of run %s: negative usage: %w", c.RunID, ErrInvalid)
+	}
+	at := c.At
+	if at.IsZero() {
+		at = s.now()
+	}
+	var id int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := runStatus(ctx, tx, c.RunID); err != nil {
+			return err
+		}
+		if c.Round >= 0 {
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM rounds WHERE run_id = ? AND idx = ?`, c.RunID, c.Round).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("round %d: %w", c.Round, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO llm_calls
+			(run_id, round, candidate_id, purpose, model, prompt_tokens, completion_tokens, cost_usd, duration_ns,
+			 fingerprint, error, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.RunID, nullRound(c.Round), c.CandidateID, c.Purpose, c.Model, c.PromptTokens, c.CompletionTokens,
+			c.CostUSD, int64(c.Duration), c.Fingerprint, c.Error, formatTime(at))
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record llm call of run %s: %w", c.RunID, err)
+	}
+	return id, nil
+}
+
+// LLMCalls returns a run's model calls in the order they were recorded.
+func (s *Store) LLMCalls(ctx context.Context, runID string) ([]LLMCall, error) {
+	var out []LLMCall
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if _, err := runStatus(ctx, tx, runID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, round, candidate_id, purpose, model, prompt_tokens,
+			completion_tokens, cost_usd, duration_ns, fingerprint, error, at
+			FROM llm_calls WHERE run_id = ? ORDER BY id`, runID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c := LLMCall{RunID: runID}
+			var round sql.NullInt64
+			var dur int64
+			var at sql.NullString
+			if err := rows.Scan(&c.ID, &round, &c.CandidateID, &c.Purpose, &c.Model, &c.PromptTokens,
+				&c.CompletionTokens, &c.CostUSD, &dur, &c.Fingerprint, &c.Error, &at); err != nil {
+				return err
+			}
+			c.Round, c.Duration = roundOf(round), time.Duration(dur)
+			if c.At, err = parseTime(at); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list llm calls of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// LLMUsage adds up a run's model calls, in total and per purpose: what a
+// resumed run has already spent against its budget.
+func (s *Store) LLMUsage(ctx context.Context, runID string) (Usage, error) {
+	var u Usage
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if _, err := runStatus(ctx, tx, runID); err != nil {
+			return err
+		}
+		var err error
+		u, err = llmUsage(ctx, tx, runID)
+		return err
+	})
+	if err != nil {
+		return Usage{}, fmt.Errorf("llm usage of run %s: %w", runID, err)
+	}
+	return u, nil
+}
+
+func llmUsage(ctx context.Context, tx *sql.Tx, runID string) (Usage, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT purpose, count(*), count(*) FILTER (WHERE error <> ''),
+		coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0),
+		coalesce(sum(duration_ns), 0)
+		FROM llm_calls WHERE run_id = ? GROUP BY purpose ORDER BY purpose`, runID)
+	if err != nil {
+		return Usage{}, err
+	}
+	defer rows.Close()
+	var u Usage
+	for rows.Next() {
+		var purpose string
+		var t Totals
+		var dur int64
+		if err := rows.Scan(&purpose, &t.Calls, &t.Failed, &t.PromptTokens, &t.CompletionTokens, &t.CostUSD, &dur); err != nil {
+			return Usage{}, err
+		}
+		t.Duration = time.Duration(dur)
+		if u.ByPurpose == nil {
+			u.ByPurpose = map[string]Totals{}
+		}
+		u.ByPurpose[purpose] = t
+		u.Calls += t.Calls
+		u.Failed += t.Failed
+		u.PromptTokens += t.PromptTokens
+		u.CompletionTokens += t.CompletionTokens
+		u.CostUSD += t.CostUSD
+		u.Duration += t.Duration
+	}
+	return u, rows.Err()
+}
