@@ -52,6 +52,9 @@ type ProfilerSetup struct {
 	Entry      string
 	SlotEnv    []string
 	Env        []string
+	Specs      roofline.Specs
+	// Info describes the problem's tensors (for synthetic fallbacks).
+	Info func(ctx context.Context) (ProblemInfo, error)
 }
 
 // Session is a platform.Session on warm workers, with the physical-limit
@@ -201,7 +204,7 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 	p, ok := s.profilers[l.Slot()]
 	if !ok {
 		p, err = s.cfg.Profiler(ProfilerSetup{HarnessDir: s.hdir, Load: s.Engine.req, Entry: s.entry,
-			SlotEnv: l.slot.opts.Env, Env: s.env})
+			SlotEnv: l.slot.opts.Env, Env: s.env, Specs: s.Specs, Info: s.Info})
 		if err == nil {
 			s.profilers[l.Slot()] = p
 		}

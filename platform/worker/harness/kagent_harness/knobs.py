@@ -232,15 +232,17 @@ class _Scope:
                     if isinstance(target, ast.Name):
                         self.assigns.setdefault(target.id, []).append(value)
 
-    def resolve(self, name: str) -> List[Tuple[Optional[ast.AST], str]]:
-        """The values a name may hold where it is read, each with how it is
-        bound ("assign" or "default"), from the innermost scope binding it."""
+    def resolve(self, name: str) -> List[Tuple[Optional[ast.AST], str, "_Scope"]]:
+        """The values a name may hold where it is read, from the innermost
+        scope binding it, each with how it is bound ("assign" or "default")
+        and the scope its expression is evaluated in."""
         s: Optional[_Scope] = self
         while s is not None:
             if name in s.assigns:
-                return [(v, "assign") for v in s.assigns[name]]
+                return [(v, "assign", s) for v in s.assigns[name]]
             if name in s.params:
-                return [(s.params[name], "default")]
+                # A default is evaluated where the function is defined.
+                return [(s.params[name], "default", s.parent or s)]
             s = s.parent
         return []
 
@@ -384,12 +386,11 @@ class Finder:
         if depth > 4:
             return
         if isinstance(value, ast.Name):
-            for val, how in scope.resolve(value.id):
+            for val, how, where in scope.resolve(value.id):
                 if _int_literal(val) is not None:
-                    site = "default" if how == "default" else "assign"
-                    self._add(val, value.id, param, kind, site, kernel, (), note)
-                elif val is not None and how == "assign":
-                    self._feed(val, param, kind, kernel, note, scope, cls, depth + 1)
+                    self._add(val, value.id, param, kind, how, kernel, (), note)
+                elif val is not None:
+                    self._feed(val, param, kind, kernel, note, where, cls, depth + 1)
         elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                 and value.value.id == "self" and cls is not None:
             for val in _attribute_values(cls, value.attr):
@@ -400,7 +401,7 @@ class Finder:
         number, which must change with it."""
         exprs: List[Optional[ast.AST]] = [grid]
         if isinstance(grid, ast.Name):
-            exprs = [v for v, _ in scope.resolve(grid.id)]
+            exprs = [v for v, _, _ in scope.resolve(grid.id)]
         return [n for e in exprs if e is not None for n in _walk(e) if _int_literal(n) == value]
 
     def _configs(self) -> None:
@@ -414,7 +415,7 @@ class Finder:
             for e in exprs:
                 lists: List[Optional[ast.AST]] = [e]
                 if isinstance(e, ast.Name):
-                    lists = [v for v, _ in self.module.resolve(e.id)]
+                    lists = [v for v, _, _ in self.module.resolve(e.id)]
                 for lst in lists:
                     for n in (_walk(lst) if lst is not None else ()):
                         owner[id(n)] = k.name

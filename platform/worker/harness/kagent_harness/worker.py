@@ -72,15 +72,21 @@ class Worker:
         pid = f"p{next(self._ids)}"
         problem = load_problem(req, self.device, pid)
         self.problems[pid] = problem
+        self.guard.expect_tf32(problem.tf32)
         return problem.summary()
 
     def _problem(self, req: Dict[str, Any]) -> Any:
         from .failures import RequestError
 
+        from .loading import apply_tf32
+
         pid = str(req.get("problem_id") or "")
         problem = self.problems.get(pid)
         if problem is None:
             raise RequestError("bad_request", f"unknown problem_id {pid!r} (load_problem first)")
+        # Every op on a problem runs under that problem's TF32 policy.
+        apply_tf32(problem.tf32)
+        self.guard.expect_tf32(problem.tf32)
         return problem
 
     def unload_problem(self, req: Dict[str, Any]) -> Dict[str, Any]:

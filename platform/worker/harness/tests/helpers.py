@@ -1,0 +1,60 @@
+"""Shared helpers for in-process tests: temporary problem and candidate files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import textwrap
+import unittest
+from typing import Any, Dict, List, Optional
+
+from kagent_harness.device import Device
+from kagent_harness.guard import Guard
+from kagent_harness.loading import Problem, load_problem
+
+SEEDS = [3, 4, 123456789]
+
+ADD_RELU = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y)
+
+N = 16
+D = 8
+
+def get_inputs():
+    return [torch.randn(N, D), torch.randn(N, D)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+class TempFilesCase(unittest.TestCase):
+    """A test case with a temporary directory, a CPU device and a guard."""
+
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="kagent-test-")
+        self.device = Device("cpu")
+        self.guard = Guard()
+        self._n = 0
+
+    def tearDown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, source: str, name: Optional[str] = None) -> str:
+        self._n += 1
+        path = os.path.join(self.dir, name or f"file{self._n}.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(source))
+        return path
+
+    def problem(self, source: str = ADD_RELU, seeds: Optional[List[int]] = None, **options: Any) -> Problem:
+        path = self.write(source, f"problem{self._n + 1}.py")
+        req: Dict[str, Any] = {"problem_path": path, "seeds": seeds or SEEDS}
+        req.update(options)
+        return load_problem(req, self.device, f"t{self._n}")

@@ -1,0 +1,299 @@
+"""Each verification check, failed by a purpose-built candidate (in process).
+
+The adversarial suite (test_suite) covers the same ground through a real
+worker; these tests pin the details: reasons, options, ordering.
+"""
+
+from __future__ import annotations
+
+import os
+import unittest
+
+import torch
+
+from kagent_harness.verify import VerifyOptions, verify
+from tests.helpers import ADD_RELU, TempFilesCase
+from tests.worker_client import TESTDATA_DIR
+
+CPU = VerifyOptions(require_triton=False, check_launch=False)
+
+GOOD = """
+import torch
+
+def kernel_function(x, y):
+    s = x + y
+    return s * (s > 0).to(s.dtype)
+"""
+
+
+class ChecksTest(TempFilesCase):
+    def run_verify(self, candidate: str, problem=None, opts: VerifyOptions = CPU):
+        problem = problem or self.problem()
+        result, cand = verify(problem, self.write(candidate), opts, self.guard)
+        return result, cand
+
+    def assertFails(self, result, name: str, fragment: str = "") -> None:
+        self.assertFalse(result["passed"], result)
+        self.assertEqual(result["failure"], name, result["reason"])
+        self.assertNotIn("\n", result["reason"])
+        self.assertTrue(result["reason"])
+        if fragment:
+            self.assertIn(fragment, result["reason"])
+        last = result["checks"][-1]
+        self.assertEqual(last["name"], name)
+        self.assertFalse(last["passed"])
+
+    def test_pass_returns_candidate(self) -> None:
+        result, cand = self.run_verify(GOOD)
+        self.assertTrue(result["passed"], result)
+        self.assertIsNotNone(cand)
+        self.assertEqual(result["entry"], "kernel_function")
+        self.assertEqual(result["max_abs_err"], 0.0)
+
+    def test_static(self) -> None:
+        result, cand = self.run_verify("import torch\ndef kernel_function(x, y):\n    return torch.mm(x, y.t())\n")
+        self.assertFails(result, "static", "torch.mm")
+        self.assertIsNone(cand)
+
+    def test_import(self) -> None:
+        result, _ = self.run_verify("import torch\nraise RuntimeError('boom at import')\n")
+        self.assertFails(result, "import", "boom at import")
+
+    def test_import_system_exit(self) -> None:
+        result, _ = self.run_verify("import sys\nsys.exit(4)\n")
+        self.assertFails(result, "import", "SystemExit(4)")
+
+    def test_entry_missing(self) -> None:
+        result, _ = self.run_verify("def helper(x, y):\n    return x\n")
+        self.assertFails(result, "entry", "kernel_function")
+
+    def test_entry_modelnew_constructor_raises(self) -> None:
+        src = """
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                raise ValueError("bad config")
+        """
+        result, _ = self.run_verify(src)
+        self.assertFails(result, "entry", "bad config")
+
+    def test_modelnew_preferred_and_weights_loaded(self) -> None:
+        problem_src = """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.scale = nn.Parameter(torch.randn(c))
+                self.register_buffer("shift", torch.randn(c))
+            def forward(self, x):
+                return x * self.scale + self.shift
+        C = 8
+        def get_inputs():
+            return [torch.randn(4, C)]
+        def get_init_inputs():
+            return [C]
+        """
+        cand = """
+        import torch
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                # Deliberately different initial values: the harness loads Model's.
+                self.scale = nn.Parameter(torch.zeros(c))
+                self.register_buffer("shift", torch.zeros(c))
+            def forward(self, x):
+                return x * self.scale + self.shift
+        def kernel_function(x, c):
+            return x
+        """
+        result, _ = self.run_verify(cand, self.problem(problem_src))
+        self.assertTrue(result["passed"], result)
+        self.assertEqual(result["entry"], "ModelNew")
+
+    def test_correctness_tolerance_override(self) -> None:
+        cand = """
+        import torch
+        def kernel_function(x, y):
+            s = x + y
+            return s * (s > 0).to(s.dtype) * (1 + 1e-3)
+        """
+        result, _ = self.run_verify(cand)
+        self.assertFails(result, "correctness", "atol=0.0001")
+        result, _ = self.run_verify(cand, self.problem(atol=1e-2, rtol=1e-2))
+        self.assertTrue(result["passed"], result)
+
+    def test_correctness_tiny_outputs(self) -> None:
+        problem_src = ADD_RELU.replace("return torch.relu(x + y)", "return torch.relu(x + y) * 1e-7")
+        result, _ = self.run_verify("import torch\ndef kernel_function(x, y):\n    return torch.zeros_like(x)\n",
+                                    self.problem(problem_src))
+        self.assertFails(result, "correctness", "relative L2 error")
+
+    def test_correctness_nan_is_unwritten_output(self) -> None:
+        cand = """
+        import torch
+        def kernel_function(x, y):
+            out = torch.empty_like(x)
+            out[1:] = torch.relu(x + y)[1:]
+            return out
+        """
+        result, _ = self.run_verify(cand)
+        self.assertFails(result, "unwritten_output", "index [0, 0]")
+
+    def test_new_empty_is_poisoned_too(self) -> None:
+        cand = """
+        import torch
+        def kernel_function(x, y):
+            out = x.new_empty(x.shape)
+            out[:-1] = torch.relu(x + y)[:-1]
+            return out
+        """
+        result, _ = self.run_verify(cand)
+        self.assertFails(result, "unwritten_output")
+
+    def test_structure(self) -> None:
+        result, _ = self.run_verify("def kernel_function(x, y):\n    return (x, y)\n")
+        self.assertFails(result, "correctness", "expected a Tensor")
+        result, _ = self.run_verify("def kernel_function(x, y):\n    return (x + y)[:, :4]\n")
+        self.assertFails(result, "correctness", "shape")
+
+    def test_input_mutation_and_allow_inplace(self) -> None:
+        cand = """
+        import torch
+        def kernel_function(x, y):
+            x.add_(y)
+            x.mul_((x > 0).to(x.dtype))
+        """
+        result, _ = self.run_verify(cand)
+        # Returning None is not an output unless in-place is allowed.
+        self.assertFails(result, "correctness", "None")
+        result, _ = self.run_verify(cand, self.problem(allow_inplace=True))
+        self.assertTrue(result["passed"], result)
+        skipped = [c for c in result["checks"] if c["name"] == "input_mutation"][0]
+        self.assertTrue(skipped["skipped"])
+
+    def test_determinism_and_atomics(self) -> None:
+        cand = """
+        import torch
+        _n = [0]
+        def kernel_function(x, y):
+            _n[0] += 1
+            s = x + y
+            return s * (s > 0).to(s.dtype) * (1 + 1e-6 * (_n[0] % 2))
+        """
+        result, _ = self.run_verify(cand)
+        self.assertFails(result, "determinism", "atomics")
+        result, _ = self.run_verify(cand, self.problem(atomics=True))
+        self.assertTrue(result["passed"], result)
+
+    def test_extra_shapes_exception_is_named_extra_shapes(self) -> None:
+        cand = """
+        import torch
+        def kernel_function(x, y):
+            if x.shape[0] != 16:
+                raise ValueError("only 16 rows supported")
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+        """
+        result, _ = self.run_verify(cand, self.problem(shapes=[{"N": 24}]))
+        self.assertFails(result, "extra_shapes", "{N: 24}")
+
+    def test_caching(self) -> None:
+        cand = """
+        import torch
+        _memo = {}
+        def kernel_function(x, y):
+            key = (x.data_ptr(), y.data_ptr())
+            if key not in _memo:
+                s = x + y
+                _memo[key] = s * (s > 0).to(s.dtype)
+            return _memo[key]
+        """
+        result, _ = self.run_verify(cand)
+        self.assertFails(result, "caching", "previous result")
+
+    def test_exception_and_oom(self) -> None:
+        result, _ = self.run_verify("def kernel_function(x, y):\n    raise KeyError('blk')\n")
+        self.assertFails(result, "exception", "KeyError")
+        result, _ = self.run_verify("def kernel_function(x, y):\n    raise MemoryError()\n")
+        self.assertFails(result, "oom")
+
+    def test_user_test(self) -> None:
+        tests = os.path.join(TESTDATA_DIR, "problems", "add_relu")
+        problem_path = os.path.join(tests, "problem.py")
+        good = os.path.join(TESTDATA_DIR, "candidates", "cpu", "add_relu_ok.py")
+        from kagent_harness.loading import load_problem
+
+        for test_name, expect in (("test_pass.py", True), ("test_fail.py", False)):
+            with self.subTest(test_name):
+                problem = load_problem(
+                    {"problem_path": problem_path, "seeds": [1, 2, 3], "test_path": os.path.join(tests, test_name)},
+                    self.device, "u",
+                )
+                result, _ = verify(problem, good, CPU, self.guard)
+                if expect:
+                    self.assertTrue(result["passed"], result)
+                else:
+                    self.assertFails(result, "user_test", "status 3")
+
+    def test_user_test_timeout(self) -> None:
+        test = self.write("import time\ntime.sleep(60)\n", "slow_test.py")
+        problem = self.problem(test_path=test)
+        opts = VerifyOptions(require_triton=False, check_launch=False, test_timeout_s=1.0)
+        result, _ = verify(problem, self.write(GOOD), opts, self.guard)
+        self.assertFails(result, "user_test", "within 1 s")
+
+    def test_tamper_during_call_is_fatal(self) -> None:
+        # The module reaches the patcher as a parameter, which the static check
+        # cannot follow; the guard, checked after every call, sees the patch.
+        cand = """
+        import time
+        import torch
+        def _swap(mod, value):
+            holder = mod
+            holder.perf_counter = value
+        def kernel_function(x, y):
+            _swap(time, lambda: 0.0)
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+        """
+        import time
+
+        saved = time.perf_counter
+        try:
+            result, _ = self.run_verify(cand)
+        finally:
+            time.perf_counter = saved
+        self.assertFails(result, "tamper", "time.perf_counter")
+        self.assertTrue(result["fatal"])
+
+    def test_replacing_a_poisoned_allocator_is_tamper(self) -> None:
+        cand = """
+        import torch
+        def _swap(mod):
+            holder = mod
+            holder.empty_like = holder.zeros_like
+        def kernel_function(x, y):
+            _swap(torch)
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+        """
+        saved = torch.empty_like
+        try:
+            result, _ = self.run_verify(cand)
+        finally:
+            torch.empty_like = saved
+        self.assertFails(result, "tamper", "empty_like")
+
+    def test_references_intact(self) -> None:
+        problem = self.problem()
+        from kagent_harness.loading import references_intact
+
+        self.assertIsNone(references_intact(problem))
+        problem.draws[0].ref.add_(1)
+        self.assertIn("draw 1", references_intact(problem) or "")
+
+
+if __name__ == "__main__":
+    unittest.main()
