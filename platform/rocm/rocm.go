@@ -200,19 +200,32 @@ func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
 	if err != nil {
 		return roofline.Specs{}, fmt.Errorf("rocm: read the GPU name with rocminfo: %w (or set gpu_name)", err)
 	}
-	var name, target string
-	for _, l := range strings.Split(string(out), "\n") {
-		l = strings.TrimSpace(l)
-		if v, ok := strings.CutPrefix(l, "Marketing Name:"); ok && name == "" {
-			if strings.Contains(v, "AMD") || strings.Contains(v, "Radeon") || strings.Contains(v, "Instinct") {
-				name = strings.TrimSpace(v)
-			}
-		}
-		if v, ok := strings.CutPrefix(l, "Name:"); ok && target == "" && strings.HasPrefix(strings.TrimSpace(v), "gfx") {
-			target = strings.TrimSpace(v)
-		}
+	name, target := firstGPU(string(out))
+	if name == "" {
+		return roofline.Specs{}, fmt.Errorf("rocm: rocminfo lists no GPU agent (set gpu_name)")
 	}
 	return p.db.LookupDevice(roofline.Device{Name: name, Target: target})
+}
+
+// firstGPU returns the marketing name and gfx target of the first GPU agent
+// in rocminfo's output (CPU agents come first and are skipped).
+func firstGPU(rocminfo string) (name, target string) {
+	var curName, curTarget string
+	for _, l := range strings.Split(rocminfo, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "Marketing Name:"):
+			curName = strings.TrimSpace(strings.TrimPrefix(l, "Marketing Name:"))
+		case strings.HasPrefix(l, "Name:"):
+			curTarget = strings.TrimSpace(strings.TrimPrefix(l, "Name:"))
+		case strings.HasPrefix(l, "Device Type:"):
+			if strings.Contains(l, "GPU") {
+				return curName, curTarget
+			}
+			curName, curTarget = "", ""
+		}
+	}
+	return "", ""
 }
 
 // Analyzer places rocprof metrics on the roofline (85% counts as at the roofline).
