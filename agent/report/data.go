@@ -1,0 +1,151 @@
+// Package report writes what an optimisation run found: report.md (a
+// summary first, then the round table and the rejected candidates with
+// their reasons), report.json (the same facts under stable field names, see
+// json.go) and two SVG plots: the best time per round against PyTorch
+// eager, torch.compile and the roofline floor, and every candidate on the
+// GPU's roofline.
+//
+// The loop fills a Data from its store and calls Write; every derived number
+// (speedups, fractions of the floor, best per round) is computed here, from
+// the times in Data, so the four files always agree.
+package report
+
+import (
+	"time"
+
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+// Data is everything a report shows. Times are in milliseconds; a zero
+// number means "not measured" and is shown as "n/a" (null in JSON).
+type Data struct {
+	RunID string
+	// Name is the problem's name (kagent.yaml name, else the dir's base).
+	Name      string
+	KernelDir string
+	Strategy  string
+	Platform  string
+	// Device is the device name torch reports ("NVIDIA H200").
+	Device string
+	GPU    GPU
+	DType  string // fp32, fp16, bf16
+	// TF32 is the policy reference and candidates ran under (allow|forbid).
+	TF32 string
+	// Representative is false when the timings say nothing about GPU
+	// performance (the cpu platform); the report then says so up front.
+	Representative bool
+	StartedAt      time.Time
+	FinishedAt     time.Time
+	Baselines      Baselines
+	Work           Work
+	// Candidates are every candidate of the run, the input kernel (round 0)
+	// included, in the order they were made.
+	Candidates []Candidate
+	// BestID is the candidate the run chose (after the acceptance gate);
+	// "" lets the report pick the fastest correct one.
+	BestID     string
+	StopReason string
+	// LLM is the run's total spend (candidates carry their own share).
+	LLM Usage
+	// Notes are extra lines shown under the summary.
+	Notes []string
+}
+
+// GPU summarises the device and gives the roofs of the roofline chart.
+type GPU struct {
+	Name  string
+	Units int // SMs, CUs or Xe-cores
+	// MemBWGBs is the memory roof in GB/s; PeakTFLOPS is the compute roof
+	// for the run's data type. Zero: not drawn.
+	MemBWGBs   float64
+	PeakTFLOPS float64
+	MemGB      float64
+	L2MB       float64
+}
+
+// Stats are the timing statistics of one target.
+type Stats struct {
+	MedianMS float64
+	P20MS    float64
+	P80MS    float64
+	// CV is the coefficient of variation (stddev / mean) of the samples.
+	CV float64
+	N  int
+	// Unavailable says why the target was not timed ("torch.compile missing").
+	Unavailable string
+}
+
+// Baselines are the reference times of the run.
+type Baselines struct {
+	Eager   Stats
+	Compile Stats // torch.compile
+	Input   Stats // the input kernel
+}
+
+// Work is the problem's minimum traffic and arithmetic, and the floor they
+// give on this GPU.
+type Work struct {
+	Bytes float64 // bytes that must be read and written at least once
+	FLOPs float64
+	// FloorMS is the roofline floor: no correct kernel runs faster.
+	FloorMS float64
+}
+
+// Candidate statuses the report tells apart (the store's names).
+const (
+	StatusRejected = "rejected" // failed a check: Failure and Reason say which and why
+	StatusFailed   = "failed"   // a step could not complete: Reason says why
+)
+
+// Candidate is one kernel the run tried.
+type Candidate struct {
+	ID     string
+	Round  int
+	Parent string // "" for the input kernel
+	// Bottleneck is the 1-based rank of the direction the rewrite targeted
+	// (0: none); Direction says it in words.
+	Bottleneck int
+	Direction  string
+	// Label names a tune candidate's knob values ("BLOCK=2048 num_warps=8").
+	Label string
+	// Status is the store's status (profiled, timed, rejected, failed, ...).
+	Status string
+	// Failure names the failed check (correctness, extra_shapes, ...);
+	// Reason is its one-line reason.
+	Failure string
+	Reason  string
+	Time    Stats
+	// Bytes and FLOPs are what the profiler measured for one call (0: use
+	// Data.Work); they place the candidate on the roofline.
+	Bytes float64
+	FLOPs float64
+	// RooflineClass is memory, compute or latency; SOL is the speed-of-light
+	// percentage of the binding limit.
+	RooflineClass string
+	SOL           float64
+	LLM           Usage
+}
+
+// Correct reports whether the candidate passed verification and was timed.
+func (c Candidate) Correct() bool {
+	return c.Failure == "" && c.Status != StatusRejected && c.Status != StatusFailed && c.Time.MedianMS > 0
+}
+
+// Usage is LLM spend.
+type Usage struct {
+	Calls            int
+	PromptTokens     int64
+	CompletionTokens int64
+	CostUSD          float64
+}
+
+// GPUFromSpecs summarises a GPU of the specs database; the compute roof is
+// the peak for dtype ("fp32", "tf32", "bf16", ...; the database's fallback
+// rules apply, and an unknown dtype leaves the roof out).
+func GPUFromSpecs(s roofline.Specs, dtype string) GPU {
+	peak, _, err := s.PeakTFLOPS(dtype)
+	if err != nil {
+		peak = 0
+	}
+	return GPU{Name: s.Name, Units: s.Units, MemBWGBs: s.MemBWGBs, PeakTFLOPS: peak, MemGB: s.MemGB, L2MB: s.L2MB}
+}
