@@ -341,11 +341,10 @@ func (w *Worker) handle(line []byte, ok bool, id int, out any) (done bool, err e
 			r.Error = &ReplyError{Kind: "protocol", Message: "error reply without error"}
 		}
 		if r.Error.Fatal {
-			// The worker exits after a fatal reply; make sure it does.
-			go func() {
-				<-w.doneOrTimeout(10 * time.Second)
-				w.Kill()
-			}()
+			// The worker exits after a fatal reply; make sure it has before
+			// the caller can hand it another request.
+			<-w.doneOrTimeout(10 * time.Second)
+			w.Kill()
 		}
 		return true, r.Error
 	}
