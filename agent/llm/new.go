@@ -74,7 +74,14 @@ func New(cfg Config, opts ...Option) (Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("new llm client: %w", err)
 		}
-		log.Info("llm replay", "dir", cfg.Replay, "exchanges", rp.Len())
+		switch cfg.ReplayMatch {
+		case "", "exact":
+		case "purpose":
+			rp.MatchByPurpose(log)
+		default:
+			return nil, fmt.Errorf("new llm client: replay_match %q: give exact or purpose", cfg.ReplayMatch)
+		}
+		log.Info("llm replay", "dir", cfg.Replay, "exchanges", rp.Len(), "match", cfg.ReplayMatch)
 		inner = rp
 	} else {
 		p, err := newProvider(context.Background(), cfg, o)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,11 +21,14 @@ const recordVersion = 1
 // stored as <purpose>-<fingerprint[:16]>-<n>.json, n counting repeats of the
 // same request from 1.
 type Exchange struct {
-	Version     int      `json:"version"`
-	Fingerprint string   `json:"fingerprint"`
-	N           int      `json:"n"`
-	Request     Request  `json:"request"`
-	Response    Response `json:"response"`
+	Version     int    `json:"version"`
+	Fingerprint string `json:"fingerprint"`
+	N           int    `json:"n"`
+	// Seq orders exchanges as they were recorded (from 1; 0 in files written
+	// by hand, which are ordered by file name).
+	Seq      int      `json:"seq,omitempty"`
+	Request  Request  `json:"request"`
+	Response Response `json:"response"`
 }
 
 // Fingerprint identifies a request for replay: a SHA-256 over the model, the
@@ -67,6 +71,7 @@ type Recorder struct {
 
 	mu   sync.Mutex
 	seen map[string]int // fingerprint -> exchanges saved
+	seq  int
 }
 
 // NewRecorder creates dir if needed. Exchanges already in dir are kept; new
@@ -82,6 +87,7 @@ func NewRecorder(next Client, dir string, r *Redactor) (*Recorder, error) {
 	rec := &Recorder{next: next, dir: dir, redact: r, seen: map[string]int{}}
 	for _, e := range ex {
 		rec.seen[e.Fingerprint] = max(rec.seen[e.Fingerprint], e.N)
+		rec.seq = max(rec.seq, e.Seq)
 	}
 	return rec, nil
 }
@@ -95,7 +101,8 @@ func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) 
 	fp := Fingerprint(req)
 	r.mu.Lock()
 	r.seen[fp]++
-	e := Exchange{Version: recordVersion, Fingerprint: fp, N: r.seen[fp], Request: req, Response: resp}
+	r.seq++
+	e := Exchange{Version: recordVersion, Fingerprint: fp, N: r.seen[fp], Seq: r.seq, Request: req, Response: resp}
 	r.mu.Unlock()
 	if werr := r.write(e); werr != nil {
 		return resp, fmt.Errorf("record llm %s exchange: %w", req.Purpose, werr)
@@ -162,6 +169,33 @@ type Replayer struct {
 
 	mu     sync.Mutex
 	served map[string]int
+
+	// byPurpose, when set, serves a request with no exact match the next
+	// unserved exchange of its purpose (MatchByPurpose).
+	byPurpose map[Purpose][]int
+	used      map[int]bool
+	log       *slog.Logger
+}
+
+// MatchByPurpose makes a request with no exact match get the next exchange
+// of the same purpose not yet served, in recorded order, with a warning in
+// the log. Transcripts replayed on another machine need this: prompts carry
+// measured times. A purpose whose exchanges are all served is still a miss.
+func (r *Replayer) MatchByPurpose(log *slog.Logger) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	order := make([]int, len(r.all))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return r.all[a].Seq - r.all[b].Seq })
+	r.byPurpose = map[Purpose][]int{}
+	for _, i := range order {
+		p := r.all[i].Request.Purpose
+		r.byPurpose[p] = append(r.byPurpose[p], i)
+	}
+	r.used = map[int]bool{}
+	r.log = log
 }
 
 // NewReplayer loads every exchange in dir.
@@ -194,6 +228,9 @@ func (r *Replayer) Complete(ctx context.Context, req Request) (Response, error) 
 	fp := Fingerprint(req)
 	list := r.by[fp]
 	if len(list) == 0 {
+		if resp, ok := r.nextOfPurpose(req.Purpose); ok {
+			return resp, nil
+		}
 		return Response{}, &ReplayMissError{Dir: r.dir, Fingerprint: fp, Purpose: req.Purpose, Model: req.Model, Nearest: r.nearest(req)}
 	}
 	r.mu.Lock()
@@ -201,6 +238,24 @@ func (r *Replayer) Complete(ctx context.Context, req Request) (Response, error) 
 	r.served[fp]++
 	r.mu.Unlock()
 	return list[i].Response, nil
+}
+
+// nextOfPurpose serves the next unserved exchange of a purpose, when
+// matching by purpose is on.
+func (r *Replayer) nextOfPurpose(p Purpose) (Response, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, i := range r.byPurpose[p] {
+		if r.used[i] {
+			continue
+		}
+		r.used[i] = true
+		if r.log != nil {
+			r.log.Warn("llm replay: no exact match; serving the next recorded exchange of the same purpose", "purpose", p, "file", exchangeFile(r.all[i]))
+		}
+		return r.all[i].Response, true
+	}
+	return Response{}, false
 }
 
 // nearest describes the recorded exchange most like req: same purpose first,
