@@ -182,7 +182,7 @@ func TestNoKeyLeaks(t *testing.T) {
 func TestReplayMatchByPurpose(t *testing.T) {
 	dir := t.TempDir()
 	for i, text := range []string{"first kernel", "second kernel"} {
-		e := Exchange{Version: recordVersion, Fingerprint: fmt.Sprintf("%064d", i), N: 1, Seq: i + 1,
+		e := Exchange{Version: recordVersion, Fingerprint: strings.Repeat(string(rune('a'+i)), 64), N: 1, Seq: i + 1,
 			Request:  Request{Purpose: PurposeOptimize, Messages: []Message{User(fmt.Sprintf("prompt %d: 1.23 ms", i))}},
 			Response: Response{Text: text}}
 		b, _ := json.Marshal(e)
