@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/kagent-proof}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 KAGENT_CACHE_DIR=${KAGENT_CACHE_DIR:-/tmp/kagent-cache}
 PY=${PY:-python3}
-steps=${*:-doctor suite eval bench profile}
+steps=${*:-doctor bench suite profile eval}
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/steps.log"; }
 
 for step in $steps; do
@@ -28,17 +28,21 @@ for step in $steps; do
   eval)
     log "eval rmsnorm"
     t0=$SECONDS
-    bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm.txt"
+    timeout 300 bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm.txt"
     echo "eval wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"; tail -3 "$OUT/eval-rmsnorm.stderr"
+    # The transcript's single-pass kernel (round 1 of the replayed greedy run).
+    sed -e 's/{{BLOCK}}/256/' -e 's/{{WARPS}}/8/' examples/rmsnorm/transcript-src/single_pass.py > /tmp/single_pass.py
+    timeout 300 bin/kagent eval --kernel-dir examples/rmsnorm --kernel /tmp/single_pass.py --platform cuda --python "$PY" 2>>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm-single-pass.txt"
     ;;
   bench)
     log "engine benchmark"
-    bin/enginebench -python "$PY" -repo . -out "$OUT" 2>"$OUT/enginebench.stderr" | tee "$OUT/enginebench.txt"
+    timeout 420 bin/enginebench -python "$PY" -repo . -out "$OUT" 2>"$OUT/enginebench.stderr" | tee "$OUT/enginebench.txt"
+    tail -5 "$OUT/enginebench.stderr"
     ;;
   profile)
     log "profile rmsnorm"
     t0=$SECONDS
-    bin/kagent profile --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>&1 | tee "$OUT/profile-rmsnorm.txt"
+    timeout 200 bin/kagent profile --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>&1 | tee "$OUT/profile-rmsnorm.txt"
     echo "profile wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"
     ;;
   esac
