@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 import torch
 

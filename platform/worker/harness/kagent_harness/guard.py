@@ -61,10 +61,6 @@ def _module_attr(module: str, path: str) -> _Getter:
     return get
 
 
-def _value(fn: Callable[[], Any]) -> _Getter:
-    return fn
-
-
 class Guard:
     """Snapshot of identities; ``check()`` returns the first difference."""
 
@@ -137,6 +133,12 @@ class Guard:
         self._add(label, getter, by_value)
         self._baseline[label] = _safe(getter)
 
+    def unwatch(self, prefix: str) -> None:
+        """Stop watching the labels that start with prefix (an unloaded problem)."""
+        self._getters = [g for g in self._getters if not g[0].startswith(prefix)]
+        for label in [k for k in self._baseline if k.startswith(prefix)]:
+            del self._baseline[label]
+
     # Snapshot and check ---------------------------------------------------------
 
     def _dynamic(self) -> Dict[str, Any]:
@@ -176,14 +178,21 @@ class Guard:
             elif after is not before:
                 return f"{label} was replaced or removed"
         for label in current:
-            if label not in self._baseline and label.startswith(("builtins.", "sys.modules[")):
+            # New builtins are suspicious; harness modules imported after the
+            # baseline (tools other ops load lazily) are not.
+            if label not in self._baseline and label.startswith("builtins."):
                 return f"{label} was added"
         return None
 
     def changed_keys(self) -> List[str]:
         """Every label that differs from the baseline (for trusted refreshes)."""
         current = self._current()
-        return [k for k, v in self._baseline.items() if current.get(k, _MISSING) is not v and not _same_value(v, current.get(k, _MISSING))]
+        changed = []
+        for label, before in self._baseline.items():
+            after = current.get(label, _MISSING)
+            if after is not before and not _same_value(before, after):
+                changed.append(label)
+        return changed
 
 
 def _safe(getter: _Getter) -> Any:

@@ -165,9 +165,11 @@ def _problem_error(path: str, what: str, exc: Optional[BaseException] = None) ->
     if exc is None:
         return RequestError("problem", f"{base}: {what}")
     kind, fatal = classify(exc)
+    sep = " " if what.endswith("raised") else ": "
+    message = f"{base}: {what}{sep}{describe(exc)}"
     if kind in (OOM, CUDA_ERROR):
-        return RequestError(kind, f"{base}: {what}: {describe(exc)}", fatal=fatal)
-    return RequestError("problem", f"{base}: {what}: {describe(exc)}")
+        return RequestError(kind, message, fatal=fatal)
+    return RequestError("problem", message)
 
 
 def _to_device(obj: Any, device: Device, dtype: Optional[torch.dtype]) -> Any:

@@ -91,32 +91,45 @@ def poison_free_memory(device: Device, like: Any = None) -> None:
         _poison_cpu(like)
 
 
+# The caching allocator serves requests of at most 1 MiB from "small" segments
+# and larger ones from "large" segments, so small-segment blocks are refilled in
+# pieces of at most 1 MiB (a bigger request would open a new large segment).
+_SMALL_REQUEST = 1 << 20
+_MAX_PIECES = 8192
+
+
+def _free_block_sizes(device: Device) -> List[int]:
+    try:
+        segments = torch.cuda.memory_snapshot()
+    except (RuntimeError, AttributeError):
+        return []
+    sizes: List[int] = []
+    for seg in segments:
+        if seg.get("device", device.torch_device.index) != device.torch_device.index:
+            continue
+        small = seg.get("segment_type") == "small"
+        for block in seg.get("blocks", []):
+            if block.get("state") != "inactive":
+                continue
+            size = int(block.get("size", 0))
+            while size >= 512:
+                piece = min(size, _SMALL_REQUEST) if small else size
+                sizes.append(piece)
+                size -= piece
+    sizes.sort(reverse=True)
+    return sizes[:_MAX_PIECES]
+
+
 def _poison_cuda_cache(device: Device) -> None:
+    """Allocate every free cached block (best fit takes the block of the exact
+    size), fill all of them with NaN, free them again."""
     held: List[torch.Tensor] = []
     try:
-        try:
-            segments = torch.cuda.memory_snapshot()
-        except (RuntimeError, AttributeError):
-            segments = []
-        blocks: List[int] = []
-        for seg in segments:
-            if seg.get("device", 0) != device.torch_device.index and seg.get("device") is not None:
-                continue
-            for block in seg.get("blocks", []):
-                if block.get("state") == "inactive" and block.get("size", 0) >= 512:
-                    blocks.append(int(block["size"]))
-        blocks.sort(reverse=True)
-        reserved = torch.cuda.memory_reserved(device.torch_device)
-        for size in blocks[:4096]:
+        for size in _free_block_sizes(device):
             try:
-                t = _EMPTY(size // 4, dtype=torch.float32, device=device.torch_device)
+                held.append(_EMPTY(size // 4, dtype=torch.float32, device=device.torch_device))
             except RuntimeError:
-                break
-            if torch.cuda.memory_reserved(device.torch_device) > reserved:
-                # No cached block fitted: this came from a new segment. Stop here.
-                held.append(t)
-                break
-            held.append(t)
+                continue
         for t in held:
             t.fill_(float("nan"))
         device.synchronize()

@@ -121,7 +121,7 @@ def _compiled(problem: Problem, guard: Guard) -> Callable[..., Any]:
         compiled = torch.compile(problem.model)
         with torch.no_grad():
             for _ in range(3):
-                compiled(*problem.draws[0].inputs)
+                compiled(*clone_all(problem.draws[0].inputs))
         problem.device.synchronize()
     except Exception as exc:  # noqa: BLE001 - compile failures make the baseline unavailable
         problem.compiled = Unavailable(f"torch.compile failed: {describe(exc)}")

@@ -73,6 +73,12 @@ class Worker:
         problem = load_problem(req, self.device, pid)
         self.problems[pid] = problem
         self.guard.expect_tf32(problem.tf32)
+        # The reference must not change under the candidates (eager baselines
+        # and references are computed from it).
+        module, model = problem.module, problem.model
+        self.guard.watch(f"problem {pid}: Model.forward", lambda: module.Model.forward)
+        self.guard.watch(f"problem {pid}: model.forward", lambda: vars(model).get("forward"))
+        self.guard.watch(f"problem {pid}: get_inputs", lambda: module.get_inputs)
         return problem.summary()
 
     def _problem(self, req: Dict[str, Any]) -> Any:
@@ -92,6 +98,7 @@ class Worker:
     def unload_problem(self, req: Dict[str, Any]) -> Dict[str, Any]:
         problem = self._problem(req)
         del self.problems[problem.id]
+        self.guard.unwatch(f"problem {problem.id}:")
         for key in [k for k in self.candidates if k[0] == problem.id]:
             self._drop(key)
         self.device.empty_cache()
@@ -110,7 +117,7 @@ class Worker:
         if not os.path.isfile(path):
             raise RequestError("bad_request", f"candidate_path {path!r} is not a file")
         problem_path = str(req.get("problem_path") or "")
-        return check_file(path, bool(req.get("require_triton", True)), problem_path).as_dict()
+        return check_file(path, _require_triton(req), problem_path).as_dict()
 
     def verify(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .candidate import read_source, source_hash
@@ -121,7 +128,7 @@ class Worker:
         path = str(req.get("candidate_path") or "")
         if not os.path.isfile(path):
             raise RequestError("bad_request", f"candidate_path {path!r} is not a file")
-        require = bool(req.get("require_triton", True))
+        require = _require_triton(req)
         opts = VerifyOptions(
             require_triton=require,
             check_launch=bool(req.get("check_launch", require)),
@@ -147,9 +154,7 @@ class Worker:
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
         cand = self.candidates.get(key)
         if cand is None:
-            cand = load_candidate(
-                problem, path, bool(req.get("require_triton", True)), str(req.get("entry") or ""), self.guard
-            )
+            cand = load_candidate(problem, path, _require_triton(req), str(req.get("entry") or ""), self.guard)
             self.candidates[key] = cand
             while len(self.candidates) > MAX_CANDIDATES:
                 self._drop(next(iter(self.candidates)))
@@ -249,6 +254,15 @@ class Worker:
                 return exit_code
 
 
+def _require_triton(req: Dict[str, Any]) -> bool:
+    """The request's require_triton; by default, whether Triton is importable."""
+    if req.get("require_triton") is not None:
+        return bool(req["require_triton"])
+    from .launches import triton_module
+
+    return triton_module() is not None
+
+
 def _setup_environment(kind: str) -> None:
     if kind == "cpu" and "TRITON_INTERPRET" not in os.environ:
         # Triton kernels run through the interpreter on the cpu platform.
@@ -269,7 +283,7 @@ def main() -> int:
         if triton_module() is not None:
             import_triton_parts()
         # Import every harness module now: the guard watches them.
-        from . import calls, candidate, loading, numerics, poison, static_check, timing, usertest, verify  # noqa: F401
+        from . import banlist, calls, candidate, loading, numerics, poison, static_check, timing, usertest, verify  # noqa: F401
         from .device import Device
 
         device = Device(kind)

@@ -94,10 +94,16 @@ class WorkerProtocolTest(unittest.TestCase):
         self.assertFalse(r["checks"][-1]["passed"])
         self.assertNotIn("\n", r["reason"])
 
-    def test_verify_requires_triton_by_default(self) -> None:
-        v = self.client.request("verify", problem_id=self.pid, candidate_path=_cand("add_relu_ok"))
+    def test_verify_requires_triton_when_asked(self) -> None:
+        v = self.client.request("verify", problem_id=self.pid, candidate_path=_cand("add_relu_ok"), require_triton=True)
         self.assertEqual(v["result"]["failure"], "static")
         self.assertIn("triton", v["result"]["reason"])
+        # By default Triton is required exactly when it is importable.
+        v = self.client.request("verify", problem_id=self.pid, candidate_path=_cand("add_relu_ok"))
+        if self.hello["triton"] is None:
+            self.assertTrue(v["result"]["passed"], v)
+        else:
+            self.assertEqual(v["result"]["failure"], "static")
 
     def test_bench_and_compare(self) -> None:
         good = _cand("add_relu_ok")

@@ -1,0 +1,272 @@
+"""The ban list of the static check, as data.
+
+Each table maps a name to the reason shown to the LLM. To ban something new,
+add a row; ``static_check`` does the matching (see its docstring for the rules:
+dotted names are resolved through imports and aliases, tensor-method forms are
+matched by attribute name, Triton function bodies are exempt).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Set
+
+# Modules a kernel file may not import or use, with the reason shown to the LLM.
+BANNED_MODULES: Dict[str, str] = {
+    "threading": "threads can run work outside the timed call",
+    "_thread": "threads can run work outside the timed call",
+    "multiprocessing": "other processes can run work outside the timed call",
+    "concurrent": "executors can run work outside the timed call",
+    "asyncio": "event loops can run work outside the timed call",
+    "ctypes": "ctypes reaches into the process's memory",
+    "_ctypes": "ctypes reaches into the process's memory",
+    "cffi": "cffi reaches into the process's memory",
+    "mmap": "raw memory mappings are not allowed",
+    "subprocess": "subprocesses are not allowed",
+    "pty": "subprocesses are not allowed",
+    "importlib": "dynamic imports hide what is called",
+    "imp": "dynamic imports hide what is called",
+    "pkgutil": "dynamic imports hide what is called",
+    "zipimport": "dynamic imports hide what is called",
+    "runpy": "running other code is not allowed",
+    "code": "running other code is not allowed",
+    "codeop": "running other code is not allowed",
+    "inspect": "introspection of the caller is not allowed",
+    "gc": "walking the garbage collector's objects is not allowed",
+    "builtins": "changing builtins is not allowed",
+    "__builtin__": "changing builtins is not allowed",
+    "types": "building functions or modules at run time is not allowed",
+    "signal": "signal handlers can interrupt the harness",
+    "resource": "changing process limits is not allowed",
+    "atexit": "exit handlers run outside the kernel call",
+    "socket": "network access is not allowed",
+    "io": "raw file descriptors are not allowed",
+    "fcntl": "raw file descriptors are not allowed",
+    "select": "raw file descriptors are not allowed",
+    "pickle": "loading serialized code is not allowed",
+    "marshal": "loading serialized code is not allowed",
+    "dill": "loading serialized code is not allowed",
+    "cloudpickle": "loading serialized code is not allowed",
+    "shelve": "loading serialized code is not allowed",
+    "pdb": "debuggers are not allowed",
+    "trace": "tracing the harness is not allowed",
+    "tracemalloc": "tracing the harness is not allowed",
+    "numpy": "the kernel must compute in Triton, not another array library",
+    "cupy": "the kernel must compute in Triton, not another array library",
+    "cupyx": "the kernel must compute in Triton, not another array library",
+    "scipy": "the kernel must compute in Triton, not another array library",
+    "jax": "the kernel must compute in Triton, not another array library",
+    "jaxlib": "the kernel must compute in Triton, not another array library",
+    "tensorflow": "the kernel must compute in Triton, not another array library",
+    "numba": "the kernel must compute in Triton, not another compiler",
+    "pycuda": "the kernel must compute in Triton, not another compiler",
+    "cuda": "the kernel must compute in Triton, not CUDA bindings",
+    "tilelang": "the kernel must compute in Triton, not another DSL",
+    "cutlass": "the kernel must compute in Triton, not another library",
+    "torch.utils.cpp_extension": "the kernel must compute in Triton, not a C++/CUDA extension",
+    "kagent_harness": "the harness is off limits",
+}
+
+# Dotted names (and everything under them) that may not be referenced.
+BANNED_QUALIFIED: Dict[str, str] = {
+    "torch.nn.functional": "is a PyTorch functional op; compute it in a Triton kernel",
+    "torch.ops": "is an ATen/torch.ops call; compute it in a Triton kernel",
+    "torch.compile": "hands the work to torch.compile",
+    "torch.jit": "hands the work to TorchScript",
+    "torch.export": "hands the work to torch.export",
+    "torch.linalg": "is a PyTorch library op; compute it in a Triton kernel",
+    "torch.fft": "is a PyTorch library op; compute it in a Triton kernel",
+    "torch.sparse": "is a PyTorch library op; compute it in a Triton kernel",
+    "torch.nested": "is a PyTorch library op; compute it in a Triton kernel",
+    "torch.distributed": "is not allowed in a kernel",
+    "torch.multiprocessing": "other processes can run work outside the timed call",
+    "torch.library": "registering or overriding operators is not allowed",
+    "torch.overrides": "overriding torch functions is not allowed",
+    "torch.hub": "downloading code is not allowed",
+    "torch.cuda.Stream": "work on another stream escapes the timed stream",
+    "torch.cuda.stream": "work on another stream escapes the timed stream",
+    "torch.cuda.streams": "work on another stream escapes the timed stream",
+    "torch.cuda.ExternalStream": "work on another stream escapes the timed stream",
+    "torch.cuda.set_stream": "work on another stream escapes the timed stream",
+    "torch.Stream": "work on another stream escapes the timed stream",
+    "torch.cuda.graph": "CUDA graph replay is not allowed in a kernel",
+    "torch.cuda.graphs": "CUDA graph replay is not allowed in a kernel",
+    "torch.cuda.CUDAGraph": "CUDA graph replay is not allowed in a kernel",
+    "torch.cuda.make_graphed_callables": "CUDA graph replay is not allowed in a kernel",
+    "torch.cuda.manual_seed": "changes global RNG state",
+    "torch.cuda.manual_seed_all": "changes global RNG state",
+    "torch.cuda.set_rng_state": "changes global RNG state",
+    "torch.manual_seed": "changes global RNG state",
+    "torch.seed": "changes global RNG state",
+    "torch.random": "changes global RNG state",
+    "torch.use_deterministic_algorithms": "changes global torch state",
+    "sys.argv": "reads the command line (a kernel must not tell the harness's phases apart)",
+    "sys.orig_argv": "reads the command line (a kernel must not tell the harness's phases apart)",
+    "sys._getframe": "inspects the caller",
+    "sys.modules": "touches sys.modules",
+    "sys.settrace": "installs a tracer",
+    "sys.setprofile": "installs a profiler hook",
+    "sys.addaudithook": "installs an audit hook",
+    "sys.meta_path": "changes the import system",
+    "sys.path_hooks": "changes the import system",
+    "os.system": "runs a subprocess",
+    "os.popen": "runs a subprocess",
+    "os.fork": "forks the worker",
+    "os.forkpty": "forks the worker",
+    "os.posix_spawn": "runs a subprocess",
+    "os.posix_spawnp": "runs a subprocess",
+    "os.kill": "sends signals",
+    "os.killpg": "sends signals",
+    "os.putenv": "writes the environment",
+    "os.unsetenv": "writes the environment",
+    "os.chdir": "changes the worker's directory",
+    "os.open": "opens raw file descriptors",
+    "os.fdopen": "opens raw file descriptors",
+    "os.dup": "duplicates file descriptors",
+    "os.dup2": "duplicates file descriptors",
+    "os.write": "writes to raw file descriptors",
+    "os.writev": "writes to raw file descriptors",
+    "os.pwrite": "writes to raw file descriptors",
+    "os.sendfile": "writes to raw file descriptors",
+    "os.read": "reads raw file descriptors",
+    "os.pipe": "opens raw file descriptors",
+    "functools.lru_cache": "memoizes results across calls",
+    "functools.cache": "memoizes results across calls",
+    "functools.cached_property": "memoizes results across calls",
+    "operator.matmul": "is a matmul; compute it in a Triton kernel",
+    "operator.imatmul": "is a matmul; compute it in a Triton kernel",
+    "operator.attrgetter": "is a dynamic lookup that hides what is called",
+    "operator.methodcaller": "is a dynamic lookup that hides what is called",
+}
+
+# Prefixes matched on the raw string (not a dotted boundary).
+BANNED_STRING_PREFIXES: Dict[str, str] = {
+    "torch.set_": "changes global torch state",
+    "os.exec": "replaces the worker process",
+    "os.spawn": "runs a subprocess",
+}
+
+# Methods of os.environ that write it.
+ENVIRON_WRITERS: Set[str] = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+# Ops that do the work of the kernel: banned under any torch namespace
+# (torch.X, torch.Tensor.X, torch.special.X ...) and, for the METHOD subset, as
+# tensor methods (x.sum()).
+LIBRARY_OPS: Set[str] = {
+    # matrix products
+    "matmul", "mm", "bmm", "baddbmm", "addbmm", "addmm", "addmv", "addr", "mv", "dot", "vdot",
+    "inner", "outer", "ger", "einsum", "tensordot", "kron", "chain_matmul", "linear", "bilinear",
+    "__matmul__", "__rmatmul__", "__imatmul__",
+    # convolutions
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "convolution", "conv_tbc", "_convolution",
+    # norms, softmax
+    "layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm", "local_response_norm",
+    "norm", "frobenius_norm", "nuclear_norm", "renorm", "normalize", "softmax", "log_softmax",
+    "softmin", "logsumexp",
+    # reductions and scans
+    "sum", "nansum", "mean", "nanmean", "amax", "amin", "max", "min", "aminmax", "argmax", "argmin",
+    "prod", "var", "std", "var_mean", "std_mean", "cumsum", "cumprod", "cummax", "cummin",
+    "logcumsumexp", "median", "nanmedian", "quantile", "nanquantile", "topk", "sort", "argsort",
+    "msort", "kthvalue", "count_nonzero", "dist", "cdist", "pdist", "cosine_similarity",
+    "pairwise_distance", "histc", "histogram", "bincount", "scatter_reduce", "index_reduce",
+    "segment_reduce", "trapz", "trapezoid", "cumulative_trapezoid",
+    # pooling, attention, recurrent, losses, resampling
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "embedding", "embedding_bag", "scaled_dot_product_attention", "lstm", "gru", "rnn_tanh",
+    "rnn_relu", "ctc_loss", "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "kl_div",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "hinge_embedding_loss",
+    "smooth_l1_loss", "huber_loss", "margin_ranking_loss", "triplet_margin_loss", "cosine_embedding_loss",
+    "dropout", "alpha_dropout", "feature_dropout", "grid_sampler", "grid_sample", "interpolate",
+    "upsample", "upsample_nearest", "upsample_bilinear", "affine_grid", "stft", "istft",
+    # linear algebra
+    "svd", "qr", "eig", "inverse", "det", "logdet", "slogdet", "cholesky", "solve", "lstsq",
+    "pinverse", "matrix_power", "matrix_exp", "triangular_solve", "lu",
+}
+
+# Tensor-method forms that are banned (x.sum(), x @ y via __matmul__ ...). A
+# subset of LIBRARY_OPS: names that are common words for other things (mode,
+# trace, linear, dropout ...) are only banned under torch namespaces.
+LIBRARY_METHODS: Set[str] = {
+    "matmul", "mm", "bmm", "baddbmm", "addbmm", "addmm", "addmv", "addr", "mv", "dot", "vdot",
+    "inner", "outer", "ger", "kron", "__matmul__", "__rmatmul__", "__imatmul__", "norm", "renorm",
+    "softmax", "log_softmax", "logsumexp", "sum", "nansum", "mean", "nanmean", "amax", "amin", "max",
+    "min", "aminmax", "argmax", "argmin", "prod", "var", "std", "cumsum", "cumprod", "cummax",
+    "cummin", "logcumsumexp", "median", "nanmedian", "quantile", "nanquantile", "topk", "sort",
+    "argsort", "msort", "kthvalue", "count_nonzero", "histc", "bincount", "scatter_reduce",
+    "index_reduce", "cholesky", "inverse", "det", "logdet", "slogdet", "pinverse", "matrix_power",
+    "matrix_exp", "svd", "qr", "lu", "stft", "istft",
+}
+
+# Elementwise math, banned only when a Triton kernel is required (on a GPU the
+# math belongs in Triton; on the cpu platform the "kernel" is written with them).
+STRICT_OPS: Set[str] = {
+    "relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "mish", "hardtanh", "hardswish",
+    "hardsigmoid", "hardshrink", "softshrink", "tanhshrink", "elu", "selu", "celu", "leaky_relu",
+    "prelu", "rrelu", "glu", "softplus", "softsign", "logsigmoid", "threshold", "exp", "exp2",
+    "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "arctan2", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
+    "pow", "float_power", "square", "reciprocal", "where", "clamp", "clip", "clamp_min",
+    "clamp_max", "maximum", "minimum", "fmax", "fmin", "lerp", "addcmul", "addcdiv", "sign", "sgn",
+    "floor", "ceil", "round", "trunc", "frac", "fmod", "remainder", "abs", "absolute", "neg",
+    "negative", "logit", "xlogy", "sinc", "hypot", "copysign", "nan_to_num", "logaddexp",
+    "logaddexp2", "special",
+}
+
+# Builtins that hide what is called or reach outside the kernel.
+BANNED_BUILTINS: Dict[str, str] = {
+    "eval": "evaluates code from a string",
+    "exec": "executes code from a string",
+    "compile": "compiles code from a string",
+    "__import__": "is a dynamic import",
+    "globals": "reaches module globals dynamically",
+    "locals": "reaches local variables dynamically",
+    "vars": "reaches attributes dynamically",
+    "open": "opens files or raw file descriptors",
+    "breakpoint": "starts a debugger",
+    "__builtins__": "touches builtins",
+}
+
+# Attribute names that reach into interpreter internals.
+BANNED_ATTRIBUTES: Dict[str, str] = {
+    "__dict__": "reaches attributes dynamically",
+    "__globals__": "reaches another function's globals",
+    "__code__": "rewrites code objects",
+    "__builtins__": "touches builtins",
+    "__subclasses__": "walks the class hierarchy",
+    "__bases__": "walks the class hierarchy",
+    "__mro__": "walks the class hierarchy",
+    "__closure__": "reaches another function's closure",
+    "__getattribute__": "is a dynamic lookup",
+    "__setattr__": "is a dynamic attribute write",
+    "__delattr__": "is a dynamic attribute write",
+    "__import__": "is a dynamic import",
+    "__loader__": "touches the import system",
+    "__spec__": "touches the import system",
+    "__torch_function__": "overrides torch functions",
+    "__torch_dispatch__": "overrides torch dispatch",
+    "f_locals": "inspects stack frames",
+    "f_globals": "inspects stack frames",
+    "f_back": "inspects stack frames",
+    "f_code": "inspects stack frames",
+    "f_builtins": "inspects stack frames",
+    "tb_frame": "inspects stack frames",
+    "gi_frame": "inspects stack frames",
+    "cr_frame": "inspects stack frames",
+    "ag_frame": "inspects stack frames",
+}
+
+# Decorators marking a Triton function (its body is Triton, not Python).
+TRITON_DECORATORS: Set[str] = {
+    "triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit", "triton.autotune",
+    "triton.runtime.autotune", "triton.runtime.autotuner.autotune", "triton.heuristics",
+    "triton.runtime.heuristics", "triton.runtime.autotuner.heuristics", "triton.language.core.extern",
+}
+TRITON_JIT: Set[str] = {"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"}
+
+# Calls whose result's attributes are plain numbers, not tensor methods (torch.finfo(t).max).
+INFO_CALLS: Set[str] = {"torch.finfo", "torch.iinfo"}
+
+# Names of the reference problem's module (importing it leaks the reference).
+PROBLEM_MODULES: Set[str] = {"problem", "reference"}

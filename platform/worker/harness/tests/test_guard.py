@@ -1,0 +1,115 @@
+"""The tamper guard and the poisoned allocations."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import time
+import unittest
+
+import torch
+
+from kagent_harness.failures import CheckFailure
+from kagent_harness.guard import Guard
+from kagent_harness.launches import LaunchCounter
+from kagent_harness.poison import poisoned_allocations
+
+
+class GuardTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.guard = Guard()
+
+    def test_clean(self) -> None:
+        self.assertIsNone(self.guard.check())
+        torch.zeros(3).sum()  # ordinary work changes nothing watched
+        self.assertIsNone(self.guard.check())
+
+    def _patched(self, owner, name, value) -> str:
+        saved = getattr(owner, name)
+        setattr(owner, name, value)
+        try:
+            return self.guard.check() or ""
+        finally:
+            setattr(owner, name, saved)
+
+    def test_detects_patches(self) -> None:
+        self.assertIn("torch.allclose", self._patched(torch, "allclose", lambda *a, **k: True))
+        self.assertIn("time.perf_counter", self._patched(time, "perf_counter", lambda: 0.0))
+        self.assertIn("torch.Tensor.__eq__", self._patched(torch.Tensor, "__eq__", lambda a, b: True))
+        self.assertIn("torch.testing.assert_close", self._patched(torch.testing, "assert_close", lambda *a: None))
+        self.assertIn("builtins.abs", self._patched(builtins, "abs", lambda x: 0))
+        self.assertIn("math.isfinite", self._patched(math, "isfinite", lambda x: True))
+        if hasattr(torch, "cuda"):
+            self.assertIn("torch.cuda.synchronize", self._patched(torch.cuda, "synchronize", lambda *a: None))
+        self.assertIsNone(self.guard.check())
+
+    def test_detects_harness_patch(self) -> None:
+        from kagent_harness import numerics
+
+        msg = self._patched(numerics, "compare_outputs", lambda *a, **k: None)
+        self.assertIn("kagent_harness.numerics.compare_outputs", msg)
+
+    def test_detects_new_builtin(self) -> None:
+        builtins.kagent_sneaky = 1  # type: ignore[attr-defined]
+        try:
+            self.assertIn("was added", self.guard.check() or "")
+        finally:
+            del builtins.kagent_sneaky  # type: ignore[attr-defined]
+
+    def test_detects_tf32_change_and_expected_policy(self) -> None:
+        saved = torch.backends.cudnn.allow_tf32
+        try:
+            torch.backends.cudnn.allow_tf32 = not saved
+            self.assertIn("allow_tf32", self.guard.check() or "")
+            self.guard.expect_tf32("allow" if not saved else "forbid")
+            torch.backends.cuda.matmul.allow_tf32 = not saved
+            self.assertIsNone(self.guard.check())
+        finally:
+            torch.backends.cudnn.allow_tf32 = saved
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+    def test_classmethod_identity_is_stable(self) -> None:
+        # Tensor.__torch_function__ is a classmethod: a new bound method per access.
+        self.assertIsNone(self.guard.check())
+        self.assertIsNone(self.guard.check())
+
+
+class PoisonTest(unittest.TestCase):
+    def test_empty_family_is_nan_inside_only(self) -> None:
+        originals = (torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty)
+        with poisoned_allocations():
+            a = torch.empty(4)
+            b = torch.empty_like(a)
+            c = torch.empty_strided((2, 2), (2, 1))
+            d = a.new_empty((3,))
+            e = torch.empty(3, dtype=torch.int32)
+            f = torch.empty(2, dtype=torch.bool)
+        for t in (a, b, c, d):
+            self.assertTrue(torch.isnan(t).all(), t)
+        self.assertEqual(int(e[0]), torch.iinfo(torch.int32).max)
+        self.assertTrue(bool(f.all()))
+        self.assertEqual((torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty), originals)
+
+    def test_replacing_a_wrapper_is_reported_and_undone(self) -> None:
+        original = torch.empty
+        with self.assertRaises(CheckFailure) as ctx:
+            with poisoned_allocations():
+                torch.empty = torch.zeros  # type: ignore[assignment]
+        self.assertEqual(ctx.exception.name, "tamper")
+        self.assertIs(torch.empty, original)
+
+    def test_requires_grad_leaf(self) -> None:
+        with poisoned_allocations():
+            t = torch.empty(3, requires_grad=True)
+        self.assertTrue(torch.isnan(t.detach()).all())
+
+
+class LaunchCounterTest(unittest.TestCase):
+    def test_without_triton_counts_nothing_and_restores(self) -> None:
+        with LaunchCounter() as counter:
+            pass
+        self.assertEqual(counter.count, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,134 @@
+"""Timing on CPU: statistics, the time-based budget, rotation, recheck, compare."""
+
+from __future__ import annotations
+
+import unittest
+
+import torch
+
+from kagent_harness import timing
+from kagent_harness.timing import BenchParams, Target, bench, compare
+from tests.helpers import TempFilesCase
+
+FAST = BenchParams(warmup_ms=1, rep_ms=5, min_reps=5, max_reps=200)
+
+
+class StatsTest(unittest.TestCase):
+    def test_percentiles(self) -> None:
+        s = timing._stats([5.0, 1.0, 3.0, 2.0, 4.0])
+        self.assertEqual(s["median_ms"], 3.0)
+        self.assertAlmostEqual(s["p20_ms"], 1.8)
+        self.assertAlmostEqual(s["p80_ms"], 4.2)
+        self.assertEqual(s["mean_ms"], 3.0)
+        self.assertAlmostEqual(s["cv"], (2.0 ** 0.5) / 3.0)
+        self.assertEqual(s["n"], 5)
+        self.assertEqual(s["times_ms"], [5.0, 1.0, 3.0, 2.0, 4.0])  # in call order
+
+    def test_single(self) -> None:
+        s = timing._stats([2.0])
+        self.assertEqual((s["median_ms"], s["p20_ms"], s["cv"]), (2.0, 2.0, 0.0))
+
+    def test_recheck_indices(self) -> None:
+        self.assertEqual(timing._recheck_indices(10, 3), set(range(10)))
+        idx = timing._recheck_indices(1000, 4)
+        self.assertLessEqual(len(idx), timing.RECHECK_SAMPLES + 4)
+        for last in (996, 997, 998, 999):
+            self.assertIn(last, idx)
+
+    def test_params_from_request(self) -> None:
+        p = BenchParams.from_request({"warmup_ms": 3, "rep_ms": 7, "min_reps": 20, "max_reps": 5, "rotate": False})
+        self.assertEqual((p.warmup_ms, p.rep_ms, p.min_reps, p.max_reps, p.rotate), (3.0, 7.0, 20, 20, False))
+
+
+class BenchTest(TempFilesCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.problem = self.problem()
+
+    def kernel(self, fn) -> Target:
+        return Target("kernel", fn, True)
+
+    def test_eager(self) -> None:
+        s = bench(self.problem, Target("eager", self.problem.model, False), FAST, self.guard)
+        self.assertFalse(s["representative"])
+        self.assertTrue(FAST.min_reps <= s["n"] <= FAST.max_reps)
+        self.assertLessEqual(s["p20_ms"], s["median_ms"])
+        self.assertIsNone(s["recheck"])
+        self.assertEqual(s["sets"], 3)
+        self.assertIn("perf_counter", s["method"])
+        self.assertEqual(s["failure"], "")
+
+    def test_rotation_uses_every_draw(self) -> None:
+        seen = set()
+
+        def fn(x, y):
+            seen.add(float(x[0, 0]))
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        s = bench(self.problem, self.kernel(fn), FAST, self.guard)
+        self.assertEqual(s["failure"], "", s)
+        self.assertEqual(len(seen), 3)
+        s = bench(self.problem, self.kernel(fn), BenchParams(warmup_ms=1, rep_ms=5, min_reps=5, rotate=False), self.guard)
+        self.assertEqual(s["sets"], 1)
+
+    def test_recheck_catches_late_cheat(self) -> None:
+        calls = [0]
+
+        def fn(x, y):
+            calls[0] += 1
+            s = x + y
+            out = s * (s > 0).to(s.dtype)
+            return out if calls[0] < 10 else torch.zeros_like(out)
+
+        s = bench(self.problem, self.kernel(fn), BenchParams(warmup_ms=0, rep_ms=1, min_reps=20, max_reps=20), self.guard)
+        self.assertEqual(s["failure"], "recheck")
+        self.assertFalse(s["recheck"]["passed"])
+
+    def test_exception_while_timed(self) -> None:
+        calls = [0]
+
+        def fn(x, y):
+            calls[0] += 1
+            if calls[0] > 8:
+                raise RuntimeError("late failure")
+            return torch.relu(x + y)
+
+        from kagent_harness.failures import CheckFailure
+
+        with self.assertRaises(CheckFailure) as ctx:
+            bench(self.problem, self.kernel(fn), BenchParams(warmup_ms=0, rep_ms=1, min_reps=20, max_reps=20), self.guard)
+        self.assertEqual(ctx.exception.name, "exception")
+        self.assertIn("late failure", ctx.exception.reason)
+
+    def test_compile_unavailable_or_timed(self) -> None:
+        try:
+            target = timing.make_target(self.problem, "compile", None, self.guard)
+        except timing.Unavailable as exc:
+            self.assertIn("torch.compile", str(exc))
+            return
+        s = bench(self.problem, target, FAST, self.guard)
+        self.assertGreater(s["median_ms"], 0)
+
+    def test_compare_interleaved(self) -> None:
+        order = []
+
+        def a(x, y):
+            order.append("a")
+            return torch.relu(x + y)
+
+        def b(x, y):
+            order.append("b")
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        r = compare(self.problem, self.kernel(a), self.kernel(b), FAST, self.guard)
+        self.assertEqual(r["a"]["n"], r["b"]["n"])
+        n = r["a"]["n"]
+        timed = order[-2 * n:]
+        self.assertEqual(timed, ["a", "b"] * n)
+        self.assertEqual(r["failure"], "")
+
+
+if __name__ == "__main__":
+    unittest.main()
