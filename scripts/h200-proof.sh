@@ -21,7 +21,7 @@ for step in $steps; do
     ;;
   suite)
     log "adversarial and fault suite on cuda"
-    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SUITE_PLATFORM=cuda timeout 540 ../../bin/worker.test -test.run 'TestSuite$' -test.v -test.timeout 9m) > "$OUT/suite-cuda.txt" 2>&1
+    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SUITE_PLATFORM=cuda timeout 170 ../../bin/worker.test -test.run 'TestSuite$' -test.v -test.timeout 9m) > "$OUT/suite-cuda.txt" 2>&1
     echo "suite exit $?" | tee -a "$OUT/steps.log"
     grep -E '^(---|ok|FAIL|PASS)|CASE|pass|fail:|fault:' "$OUT/suite-cuda.txt" | tail -60
     ;;
@@ -36,7 +36,7 @@ for step in $steps; do
     ;;
   bench)
     log "engine benchmark"
-    timeout 420 bin/enginebench -python "$PY" -repo . -out "$OUT" 2>"$OUT/enginebench.stderr" | tee "$OUT/enginebench.txt"
+    timeout 270 bin/enginebench -python "$PY" -repo . -out "$OUT" 2>"$OUT/enginebench.stderr" | tee "$OUT/enginebench.txt"
     tail -5 "$OUT/enginebench.stderr"
     ;;
   profile)

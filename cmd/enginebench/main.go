@@ -30,12 +30,14 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/cuda"
 	"github.com/kagent-dev/kagent/platform/worker"
 )
 
 type options struct {
 	python, repo, out, device, template, problem, large string
 	n                                                   int
+	skipEval                                            bool
 	cache                                               string
 }
 
@@ -49,6 +51,7 @@ func main() {
 	flag.StringVar(&o.problem, "problem", "cmd/enginebench/problems/softmax_small", "small problem for the evaluation-speed comparison")
 	flag.StringVar(&o.large, "large", "cmd/enginebench/problems/softmax_large,examples/rmsnorm", "comma-separated problems for the stability and A/B measurements")
 	flag.IntVar(&o.n, "n", 10, "distinct candidates")
+	flag.BoolVar(&o.skipEval, "skip-eval", false, "skip the warm/fresh evaluation comparison")
 	flag.StringVar(&o.cache, "cache", "", "cache dir (default: a fresh temporary one, so every Triton compile is counted)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -124,52 +127,22 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	device := o.device
 	cfg := func(cacheDir string, spare bool) worker.SessionConfig {
-		return worker.SessionConfig{Python: o.python, Device: device, Spare: spare, Isolate: true, CacheDir: cacheDir, Logger: log,
+		c := worker.SessionConfig{Python: o.python, Device: device, Spare: spare, Isolate: true, CacheDir: cacheDir, Logger: log,
 			Engine: worker.EngineOptions{RequireTriton: device == "cuda", Representative: device == "cuda", WarmupMS: 25, RepMS: 100}}
+		if device == "cuda" {
+			c.Profiler = cuda.NCUProfiler(platform.Config{Python: o.python, ProfileTimeout: 5 * time.Minute})
+		}
+		return c
 	}
 
-	// 1a. Warm workers: one pool, every candidate through it.
 	warmCache := filepath.Join(cache, "warm")
-	t0 := time.Now()
-	sess, err := worker.OpenSession(ctx, task, cfg(warmCache, true))
-	if err != nil {
-		return err
-	}
-	res.PoolStartS = time.Since(t0).Seconds()
-	res.Device, res.Torch = sess.Hello.Device.Name, sess.Hello.Torch
-	if sess.Hello.Triton != nil {
-		res.Triton = *sess.Hello.Triton
-	}
-	if _, err := sess.Info(ctx); err != nil { // problem load is per run, not per candidate
-		sess.Close()
-		return err
-	}
-	for _, c := range cands {
-		t := time.Now()
-		ok, why := evaluate(ctx, sess, c)
-		res.Warm = append(res.Warm, time.Since(t).Seconds())
-		res.Verdicts["warm/"+c.ID] = ok
-		if !ok {
-			res.Failures = append(res.Failures, "warm "+c.ID+": "+why)
+	if !o.skipEval {
+		if err := compareDesigns(ctx, o, task, cands, cfg, cache, warmCache, &res); err != nil {
+			return err
 		}
 	}
-	sess.Close()
-
-	// 1b. One fresh process for the test and another for the timing, per candidate.
-	freshCache := filepath.Join(cache, "fresh")
-	for _, c := range cands {
-		t := time.Now()
-		ok, why := evaluateFresh(ctx, task, c, cfg(freshCache, false))
-		res.Fresh = append(res.Fresh, time.Since(t).Seconds())
-		res.Verdicts["fresh/"+c.ID] = ok
-		if !ok {
-			res.Failures = append(res.Failures, "fresh "+c.ID+": "+why)
-		}
-	}
-	res.WarmMedian, res.FreshMed = median(res.Warm), median(res.Fresh)
-	res.Ratio = sum(res.Fresh) / sum(res.Warm)
-
-	// 2 and 4. Stability of repeated timings, and eager A/B against itself.
+	// 2, 3 and 4. Stability of repeated timings, ncu against kagent's time,
+	// and eager A/B against itself.
 	for _, dir := range strings.Split(o.large, ",") {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
@@ -181,6 +154,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		ls, err := worker.OpenSession(ctx, lt, cfg(warmCache, false))
 		if err != nil {
 			return err
+		}
+		if res.Device == "" {
+			res.Device, res.Torch = ls.Hello.Device.Name, ls.Hello.Torch
 		}
 		kernel := platform.Target{Kind: platform.TargetKernel, Candidate: platform.Candidate{ID: "k", Path: cands[0].Path}}
 		if lt.KernelPath != "" {
@@ -238,6 +214,53 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		report(f, res)
 		f.Close()
 	}
+	return nil
+}
+
+// compareDesigns measures item 1: warm workers against one fresh process per
+// step, on the same candidates with separate Triton caches.
+func compareDesigns(ctx context.Context, o options, task *kerneldir.Task, cands []platform.Candidate,
+	cfg func(string, bool) worker.SessionConfig, cache, warmCache string, res *results) error {
+	device := o.device
+	_ = device
+	t0 := time.Now()
+	sess, err := worker.OpenSession(ctx, task, cfg(warmCache, true))
+	if err != nil {
+		return err
+	}
+	res.PoolStartS = time.Since(t0).Seconds()
+	res.Device, res.Torch = sess.Hello.Device.Name, sess.Hello.Torch
+	if sess.Hello.Triton != nil {
+		res.Triton = *sess.Hello.Triton
+	}
+	if _, err := sess.Info(ctx); err != nil { // problem load is per run, not per candidate
+		sess.Close()
+		return err
+	}
+	for _, c := range cands {
+		t := time.Now()
+		ok, why := evaluate(ctx, sess, c)
+		res.Warm = append(res.Warm, time.Since(t).Seconds())
+		res.Verdicts["warm/"+c.ID] = ok
+		if !ok {
+			res.Failures = append(res.Failures, "warm "+c.ID+": "+why)
+		}
+	}
+	sess.Close()
+
+	// 1b. One fresh process for the test and another for the timing, per candidate.
+	freshCache := filepath.Join(cache, "fresh")
+	for _, c := range cands {
+		t := time.Now()
+		ok, why := evaluateFresh(ctx, task, c, cfg(freshCache, false))
+		res.Fresh = append(res.Fresh, time.Since(t).Seconds())
+		res.Verdicts["fresh/"+c.ID] = ok
+		if !ok {
+			res.Failures = append(res.Failures, "fresh "+c.ID+": "+why)
+		}
+	}
+	res.WarmMedian, res.FreshMed = median(res.Warm), median(res.Fresh)
+	res.Ratio = sum(res.Fresh) / sum(res.Warm)
 	return nil
 }
 

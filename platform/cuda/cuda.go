@@ -147,6 +147,12 @@ func (p *Platform) Guidance() string {
 	return "NVIDIA GPU (CUDA): 32-wide warps; Hopper (sm_90) has TMA and wgmma, which Triton uses for tl.dot with num_stages >= 3."
 }
 
+// NCUProfiler returns the factory of Nsight Compute profilers that cuda
+// sessions use, for callers that build worker sessions themselves.
+func NCUProfiler(cfg platform.Config) func(worker.ProfilerSetup) (platform.Profiler, error) {
+	return (&Platform{cfg: cfg}).ncuProfiler
+}
+
 // ncuProfiler builds the Nsight Compute profiler of one GPU slot.
 func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error) {
 	gpu := ""

@@ -146,6 +146,20 @@ func (e *Engine) with(ctx context.Context, fn func(w *Lease, problemID string) e
 	return fn(l, pid)
 }
 
+// release unloads the problem from a leased worker, freeing its device
+// memory (inputs, references, rotation sets) for another process such as a
+// profiler; the worker loads it again on its next use.
+func (e *Engine) release(ctx context.Context, l *Lease) error {
+	e.mu.Lock()
+	pid, ok := e.loaded[l.Worker]
+	delete(e.loaded, l.Worker)
+	e.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return l.Call(ctx, "unload_problem", map[string]any{"problem_id": pid}, nil, e.opts.LoadTimeout)
+}
+
 // Info returns the problem's tensors, loading the problem if needed.
 func (e *Engine) Info(ctx context.Context) (ProblemInfo, error) {
 	e.mu.Lock()

@@ -213,6 +213,11 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 	if err != nil {
 		return roofline.Metrics{}, err
 	}
+	// The profiled process builds the problem's inputs itself: free the
+	// worker's copy first, or a large problem does not fit twice.
+	if err := s.Engine.release(ctx, l); err != nil {
+		return roofline.Metrics{}, fmt.Errorf("profile %s: free the worker's problem: %w", c.ID, err)
+	}
 	return p.Profile(ctx, c)
 }
 
