@@ -73,6 +73,12 @@ type StrategyConfig struct {
 	NumTopKernels    int `yaml:"num_top_kernels"`
 	NumBottlenecks   int `yaml:"num_bottlenecks"`
 	MaxNoImprovement int `yaml:"max_no_improvement"`
+	// MaxVariants bounds the knob variants the tune strategy (and the tune
+	// polish) evaluates per round.
+	MaxVariants int `yaml:"max_variants"`
+	// PolishRounds adds up to this many tune rounds on the best kernel after
+	// an LLM search (0 = none).
+	PolishRounds int `yaml:"polish_rounds"`
 }
 
 // RooflineConfig tunes the roofline analysis and the roofline stop rule.
@@ -87,7 +93,9 @@ type RooflineConfig struct {
 
 // LLMConfig selects and tunes the language model.
 type LLMConfig struct {
-	Provider        string        `yaml:"provider"` // openai | anthropic | google | bedrock
+	// Provider is openai (any OpenAI-compatible server with base_url), vllm,
+	// sglang, ollama, openrouter, anthropic, google (gemini) or bedrock.
+	Provider        string        `yaml:"provider"`
 	Model           string        `yaml:"model"`
 	BaseURL         string        `yaml:"base_url"`
 	APIKeyEnv       string        `yaml:"api_key_env"`
@@ -99,7 +107,17 @@ type LLMConfig struct {
 	// Prices are USD per million tokens, for cost accounting.
 	PriceInPerM  float64 `yaml:"price_in_per_m"`
 	PriceOutPerM float64 `yaml:"price_out_per_m"`
+	// MaxTokens bounds each reply (0 = the LLM layer's default).
+	MaxTokens int `yaml:"max_tokens"`
+	// Record saves every exchange in this folder (--llm-record); Replay serves
+	// a recorded folder back instead of calling a provider (--llm-replay).
+	Record string `yaml:"record"`
+	Replay string `yaml:"replay"`
 }
+
+// Configured reports whether an LLM is set up: a model to call or a
+// recorded transcript to replay. Without one, the tune strategy proposes.
+func (l LLMConfig) Configured() bool { return l.Model != "" || l.Replay != "" }
 
 // BudgetConfig caps a run's LLM spend. Zero means no cap.
 type BudgetConfig struct {
@@ -168,7 +186,7 @@ func (c *Config) PlatformName() string { return canonicalPlatform(string(c.Platf
 func Default() Config {
 	return Config{
 		Strategy:            StrategyGreedy,
-		StrategyConfig:      StrategyConfig{NumTopKernels: 2, NumBottlenecks: 2, MaxNoImprovement: 3},
+		StrategyConfig:      StrategyConfig{NumTopKernels: 2, NumBottlenecks: 2, MaxNoImprovement: 3, MaxVariants: 8},
 		MaxRounds:           10,
 		NumWorkers:          1,
 		RefineAttempts:      3,

@@ -166,6 +166,9 @@ func TestValidateMessages(t *testing.T) {
 		{"provider", func(c *Config) { c.LLM.Provider = "cohere" }, `llm.provider "cohere"`},
 		{"rag", func(c *Config) { c.UseRAG = true }, "use_rag"},
 		{"threshold", func(c *Config) { c.Roofline.ThresholdPct = 120 }, "threshold_pct is 120"},
+		{"record and replay", func(c *Config) { c.LLM.Record, c.LLM.Replay = "a", "b" }, "llm.record and llm.replay are exclusive"},
+		{"dollars without prices", func(c *Config) { c.Budget.MaxUSD = 5 }, "budget.max_usd is set but llm.price_in_per_m"},
+		{"negative variants", func(c *Config) { c.StrategyConfig.MaxVariants = -1 }, "max_variants"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,6 +183,13 @@ func TestValidateMessages(t *testing.T) {
 	cfg := Default()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
+	}
+	for _, p := range []string{"vllm", "sglang", "ollama", "openrouter", "gemini", "Anthropic"} {
+		cfg := Default()
+		cfg.LLM.Provider = p
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("provider %s: %v", p, err)
+		}
 	}
 }
 

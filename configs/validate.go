@@ -10,6 +10,11 @@ var knownPlatforms = []string{"cuda", "rocm", "xpu", "cpu", "noop"}
 
 var knownStrategies = []string{StrategyGreedy, StrategyBeam, StrategyTune, StrategyNoop}
 
+// LLMProviders are the llm.provider names (and aliases) the LLM layer
+// accepts: OpenAI-compatible servers, then the native APIs.
+var LLMProviders = []string{"openai", "openai-compatible", "vllm", "sglang", "ollama", "openrouter",
+	"anthropic", "claude", "google", "gemini", "bedrock"}
+
 // Validate checks the whole configuration and reports every problem found,
 // each saying what to change.
 func (c *Config) Validate() error {
@@ -57,11 +62,23 @@ func (c *Config) Validate() error {
 	if t := c.Roofline.ThresholdPct; t < 0 || t > 100 {
 		add("roofline.threshold_pct is %g: give a percentage between 0 and 100", t)
 	}
-	if p := c.LLM.Provider; p != "" && !contains([]string{"openai", "anthropic", "google", "bedrock"}, p) {
-		add("llm.provider %q is not one of openai, anthropic, google, bedrock (any OpenAI-compatible server is openai with llm.base_url)", p)
+	if p := strings.ToLower(strings.TrimSpace(c.LLM.Provider)); p != "" && !contains(LLMProviders, p) {
+		add("llm.provider %q is not one of %s (any OpenAI-compatible server is openai with llm.base_url)", c.LLM.Provider, strings.Join(LLMProviders, ", "))
 	}
 	if e := c.LLM.ReasoningEffort; e != "" && !contains([]string{"low", "medium", "high"}, e) {
 		add("llm.reasoning_effort %q is not one of low, medium, high", e)
+	}
+	if c.LLM.Record != "" && c.LLM.Replay != "" {
+		add("llm.record and llm.replay are exclusive: record a transcript or replay one")
+	}
+	if c.LLM.MaxRetries < 0 || c.LLM.MaxTokens < 0 || c.LLM.PriceInPerM < 0 || c.LLM.PriceOutPerM < 0 {
+		add("llm.max_retries, llm.max_tokens and the llm prices must not be negative")
+	}
+	if c.Budget.MaxUSD > 0 && c.LLM.PriceInPerM == 0 && c.LLM.PriceOutPerM == 0 && c.LLM.Replay == "" {
+		add("budget.max_usd is set but llm.price_in_per_m and llm.price_out_per_m are not: kagent cannot count dollars without prices")
+	}
+	if c.StrategyConfig.MaxVariants < 0 || c.StrategyConfig.PolishRounds < 0 {
+		add("strategy_config.max_variants and strategy_config.polish_rounds must not be negative")
 	}
 	if c.LLM.MaxConcurrency < 1 {
 		add("llm.max_concurrency is %d: set it to 1 or more", c.LLM.MaxConcurrency)

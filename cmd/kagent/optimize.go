@@ -1,19 +1,28 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kagent-dev/kagent/agent"
 	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/agent/llm"
+	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 )
@@ -24,10 +33,20 @@ func optimizeCommand() *cli.Command {
 		Usage: "optimize the Triton kernel of a kernel dir",
 		Description: "Loads the kernel dir (problem.py, input.py or kernel.py, optional test.py and kagent.yaml),\n" +
 			"verifies and times the input kernel, then searches for faster verified rewrites.\n" +
-			"With --strategy noop nothing is executed: the plan is written to the run directory.",
+			"Every step is recorded in KERNEL_DIR/.kagent/history.db; a killed run continues with --resume RUN.\n" +
+			"With --strategy noop nothing is executed: the plan and every prompt are written to the run directory.\n\n" +
+			"Exit codes: 0 a verified improvement was found, 3 the run finished without one,\n" +
+			"1 the run failed, 2 bad flags, configuration or kernel dir, 4 this machine lacks what the run needs,\n" +
+			"130 interrupted (resume with --resume RUN).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "folder holding problem.py and input.py (or kernel.py)"},
 			&cli.StringFlag{Name: "out", Usage: "run directory (default: KERNEL_DIR/.kagent/runs/RUN_ID)"},
+			&cli.StringFlag{Name: "resume", Usage: "continue the run `RUN` (an id from kagent runs list) with the configuration it started with"},
+			&cli.StringFlag{Name: "llm-record", Usage: "save every LLM exchange as a JSON file in `DIR`"},
+			&cli.StringFlag{Name: "llm-replay", Usage: "serve LLM replies from a recorded `DIR` instead of calling a model (no key needed)"},
+			&cli.StringFlag{Name: "llm-replay-match", Value: agent.MatchSimilar, Usage: "how replayed replies are matched to prompts: similar (exact, numbers masked, then the closest), strict (exact or numbers masked) or purpose (each purpose's replies in recorded order)"},
+			&cli.StringFlag{Name: "events", Usage: "write one JSON line per step to `FILE` (run_started, round_started, candidate_verified, candidate_timed, promoted, round_finished, run_finished)"},
+			&cli.StringFlag{Name: "db", Usage: "run history `FILE` (default: KERNEL_DIR/.kagent/history.db)"},
 		}, configFlags()...),
 		Action: runOptimize,
 	}
@@ -48,6 +67,11 @@ func setup(c *cli.Context) (*runSetup, error) {
 	if err != nil {
 		return nil, err
 	}
+	return setupWith(c, cfg, src)
+}
+
+// setupWith loads the kernel dir and the platform for a configuration.
+func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetup, error) {
 	if cfg.Python == "" {
 		cfg.Python = defaultPython()
 	}
@@ -87,25 +111,244 @@ func platformConfig(cfg configs.Config) platform.Config {
 	}
 }
 
+// historyPath is the run history file: --db, else KERNEL_DIR/.kagent/history.db.
+func historyPath(c *cli.Context, kernelDir string) string {
+	if p := c.String("db"); p != "" {
+		return absPath(p)
+	}
+	return filepath.Join(absPath(kernelDir), ".kagent", "history.db")
+}
+
 func runOptimize(c *cli.Context) error {
-	s, err := setup(c)
+	if c.String("llm-record") != "" && c.String("llm-replay") != "" {
+		return usageError("--llm-record and --llm-replay are exclusive: record a transcript or replay one")
+	}
+	if m := c.String("llm-replay-match"); !slices.Contains(agent.MatchRules, m) {
+		return usageError("--llm-replay-match %q: give %s", m, strings.Join(agent.MatchRules, ", "))
+	}
+	var s *runSetup
+	var err error
+	resume := c.String("resume")
+	if resume != "" {
+		s, err = resumeSetup(c, resume)
+	} else {
+		s, err = setup(c)
+	}
 	if err != nil {
 		return err
 	}
-	runID := newRunID(time.Now())
-	runDir := c.String("out")
-	if runDir == "" {
-		runDir = filepath.Join(s.task.Dir, ".kagent", "runs", runID)
+	if d := c.String("llm-record"); d != "" {
+		s.cfg.LLM.Record, s.cfg.LLM.Replay = absPath(d), ""
 	}
+	if d := c.String("llm-replay"); d != "" {
+		s.cfg.LLM.Replay, s.cfg.LLM.Record = absPath(d), ""
+	}
+	log := logger(c)
 	if !s.platform.Executes() || s.cfg.Strategy == configs.StrategyNoop {
-		return dryRun(c, s, runID, runDir)
+		if resume != "" {
+			return usageError("--resume: the %s platform executes nothing; a dry run has nothing to resume", s.platform.Name())
+		}
+		runID := newRunID(time.Now())
+		runDir := c.String("out")
+		if runDir == "" {
+			runDir = filepath.Join(s.task.Dir, ".kagent", "runs", runID)
+		}
+		return dryRun(c, s, runID, runDir, log)
+	}
+	client, err := llmClient(s.cfg, c.String("llm-replay-match"), log)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(c.Context, historyPath(c, s.task.Dir))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfgYAML, err := yaml.Marshal(s.cfg)
+	if err != nil {
+		return fmt.Errorf("record the configuration: %w", err)
+	}
+	in := agent.RunInput{
+		Config: s.cfg, ConfigYAML: string(cfgYAML), Task: s.task, Platform: s.platform, Store: st, LLM: client,
+		Budget: agent.LLMConfig(s.cfg).Budget, Tuner: agent.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}},
+		Progress: c.App.Writer, WriteOptimized: true, Logger: log,
+	}
+	if out := c.String("out"); out != "" {
+		in.RunDir = absPath(out)
+	}
+	if p := c.String("events"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return usageError("--events: %v", err)
+		}
+		defer f.Close()
+		in.Events = f
 	}
 	sess, err := s.platform.Open(c.Context, s.task)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	return &platform.NotImplementedError{Platform: s.platform.Name(), What: "the optimization loop (use `kagent eval`)"}
+	in.Session = sess
+	var res agent.Result
+	if resume != "" {
+		res, err = agent.Resume(c.Context, in, resume)
+	} else {
+		res, err = agent.Run(c.Context, in)
+	}
+	return optimizeOutcome(c, s, res, err)
+}
+
+// optimizeOutcome prints the result and picks the exit code.
+func optimizeOutcome(c *cli.Context, s *runSetup, res agent.Result, err error) error {
+	w := c.App.Writer
+	var ir *agent.InputRejectedError
+	switch {
+	case err != nil && c.Context.Err() != nil && res.RunID != "":
+		fmt.Fprintf(c.App.ErrWriter, "kagent: run %s interrupted; continue it with: kagent optimize --kernel-dir %s --resume %s\n",
+			res.RunID, s.task.Dir, res.RunID)
+		return fmt.Errorf("run %s interrupted: %w", res.RunID, context.Canceled)
+	case errors.As(err, &ir):
+		return withCode(ExitError, err)
+	case errors.Is(err, agent.ErrNotResumable), errors.Is(err, agent.ErrInvalidInput):
+		return withCode(ExitUsage, err)
+	case err != nil && res.RunID != "":
+		return fmt.Errorf("run %s failed (continue it with --resume %s): %w", res.RunID, res.RunID, err)
+	case err != nil:
+		return err
+	}
+	printResult(w, res)
+	if !res.Improved {
+		return withCode(ExitNoImprovement, fmt.Errorf("run %s finished without a verified improvement (%s)", res.RunID, res.StopReason))
+	}
+	return nil
+}
+
+// printResult prints a finished run's summary.
+func printResult(w io.Writer, res agent.Result) {
+	fmt.Fprintf(w, "\nrun %s: %s (%s)\n", res.RunID, res.Status, res.StopReason)
+	t := newTable(w)
+	t.row("KERNEL", "MEDIAN ms", "CV", "SPEEDUP")
+	row := func(name string, tm *platform.Timing, speedup string) {
+		if tm == nil {
+			return
+		}
+		if tm.Unavailable != "" {
+			t.row(name, "-", "-", "unavailable: "+tm.Unavailable)
+			return
+		}
+		t.row(name, fmt.Sprintf("%.4f", tm.MedianMS), fmt.Sprintf("%.1f%%", 100*tm.CV), speedup)
+	}
+	row("eager", res.Eager, "")
+	row("compile", res.Compile, "")
+	row("input", &res.Input.Timing, "")
+	var parts []string
+	parts = append(parts, fmt.Sprintf("%.2fx input", res.SpeedupVsInput))
+	if res.SpeedupVsEager > 0 {
+		parts = append(parts, fmt.Sprintf("%.2fx eager", res.SpeedupVsEager))
+	}
+	if res.SpeedupVsCompile > 0 {
+		parts = append(parts, fmt.Sprintf("%.2fx compile", res.SpeedupVsCompile))
+	}
+	row("best "+res.Best.ID, &res.Best.Timing, strings.Join(parts, ", "))
+	_ = t.flush()
+	if r := res.Best.Roofline; r != nil && r.FloorMS > 0 {
+		fmt.Fprintf(w, "roofline: %s-bound, %.1f%% SOL; floor %.4f ms, the best runs at %.1f%% of it\n", r.Class, r.SOL, r.FloorMS, 100*r.FloorFraction)
+	}
+	if res.Acceptance != nil {
+		fmt.Fprintln(w, "acceptance gate: passed (fresh process, new seeds)")
+	}
+	if res.Usage.Calls > 0 {
+		fmt.Fprintf(w, "llm: %d calls, %d tokens, $%.2f\n", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens, res.Usage.CostUSD)
+	}
+	if !res.Representative {
+		fmt.Fprintln(w, "note: timings on this platform are not representative of GPU performance")
+	}
+	fmt.Fprintf(w, "report: %s\nbest kernel: %s\n", filepath.Join(res.RunDir, "report.md"), res.BestPath)
+	if res.OptimizedPath != "" {
+		fmt.Fprintf(w, "optimized kernel: %s\n", res.OptimizedPath)
+	}
+}
+
+// llmClient builds the model client of a configuration: a replay of a
+// recorded transcript, a provider, or nil when no LLM is configured.
+func llmClient(cfg configs.Config, match string, log *slog.Logger) (llm.Client, error) {
+	lc := agent.LLMConfig(cfg)
+	if cfg.LLM.Replay != "" {
+		rp, err := agent.NewReplay(cfg.LLM.Replay, log)
+		if err != nil {
+			return nil, usageError("--llm-replay: %v", err)
+		}
+		rp.Match = match
+		return llm.NewMeter(rp, lc.Budget, llm.WithConcurrency(lc.Concurrency)), nil
+	}
+	if !cfg.LLM.Configured() || cfg.Strategy == configs.StrategyTune {
+		return nil, nil
+	}
+	client, err := llm.New(lc, llm.WithLogger(log))
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	return client, nil
+}
+
+// resumeSetup rebuilds a run's setup from the configuration it stored, with
+// KAGENT_* variables and explicit flags applied on top.
+func resumeSetup(c *cli.Context, runID string) (*runSetup, error) {
+	if c.IsSet("strategy") || c.IsSet("config") {
+		return nil, usageError("--resume: a resumed run keeps the configuration it started with; drop --strategy and --config")
+	}
+	if c.String("kernel-dir") == "" {
+		return nil, usageError("--kernel-dir is required: the folder of the run to resume")
+	}
+	path := historyPath(c, c.String("kernel-dir"))
+	if _, err := os.Stat(path); err != nil {
+		return nil, usageError("--resume %s: no run history at %s", runID, path)
+	}
+	st, err := store.Open(c.Context, path)
+	if err != nil {
+		return nil, err
+	}
+	detail, err := st.GetRun(c.Context, runID)
+	st.Close()
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, usageError("--resume: no run %s in %s (see kagent runs list)", runID, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	src := configs.Source{Name: runID, Path: "the configuration of run " + runID, Data: []byte(detail.ConfigYAML)}
+	cfg := configs.Default()
+	if err := configs.Apply(&cfg, src); err != nil {
+		return nil, err
+	}
+	if err := configs.ApplyEnv(&cfg, nil); err != nil {
+		return nil, err
+	}
+	applyConfigFlags(c, &cfg)
+	cfg.Strategy = detail.Strategy
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return setupWith(c, cfg, src)
+}
+
+// applyConfigFlags applies the explicitly set configuration flags.
+func applyConfigFlags(c *cli.Context, cfg *configs.Config) {
+	for name, dst := range map[string]*string{
+		"platform": (*string)(&cfg.Platform), "gpu-name": &cfg.GPUName, "python": &cfg.Python,
+		"llm-model": &cfg.LLM.Model, "llm-provider": &cfg.LLM.Provider, "llm-base-url": &cfg.LLM.BaseURL,
+	} {
+		if c.IsSet(name) {
+			*dst = strings.TrimSpace(c.String(name))
+		}
+	}
+	for name, dst := range map[string]*int{"max-rounds": &cfg.MaxRounds, "num-workers": &cfg.NumWorkers} {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
+		}
+	}
 }
 
 // newRunID names a run by its start time plus a random suffix.
@@ -134,7 +377,7 @@ type plan struct {
 	Steps     []string       `json:"steps"`
 }
 
-func dryRun(c *cli.Context, s *runSetup, runID, runDir string) error {
+func dryRun(c *cli.Context, s *runSetup, runID, runDir string, log *slog.Logger) error {
 	if err := os.MkdirAll(filepath.Join(runDir, "input"), 0o755); err != nil {
 		return fmt.Errorf("create run dir: %w", err)
 	}
@@ -156,13 +399,16 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string) error {
 	var opts map[string]any
 	b, _ := json.Marshal(s.task.Options)
 	_ = json.Unmarshal(b, &opts)
-	llm := "none: the tune strategy needs no LLM"
+	llmDesc := "none: the tune strategy needs no LLM"
 	if s.cfg.Strategy != configs.StrategyTune {
 		model := s.cfg.LLM.Model
 		if model == "" {
-			model = "(no model configured: set llm.model or --llm-model)"
+			model = "(no model configured: set llm.model or --llm-model; prompts are rendered, not sent)"
 		}
-		llm = s.cfg.LLM.Provider + " " + model
+		llmDesc = s.cfg.LLM.Provider + " " + model
+		if s.cfg.LLM.Replay != "" {
+			llmDesc = "replay of " + s.cfg.LLM.Replay
+		}
 	}
 	p := plan{
 		RunID:     runID,
@@ -178,7 +424,7 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string) error {
 		Entry:     string(s.task.Entry),
 		Test:      s.task.TestPath,
 		Options:   opts,
-		LLM:       llm,
+		LLM:       llmDesc,
 		Steps:     planSteps(s.cfg),
 	}
 	pj, _ := json.MarshalIndent(p, "", "  ")
@@ -188,16 +434,34 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# kagent dry run %s\n\n**Nothing was executed or timed.**\n\n", runID)
 	fmt.Fprintf(&md, "- kernel dir: `%s` (entry `%s`)\n- config: `%s` (strategy %s)\n- platform: %s, prompts for %s\n- LLM: %s\n\n## What a real run would do\n\n",
-		s.task.Dir, s.task.Entry, s.src.Path, s.cfg.Strategy, s.platform.Name(), orDash(s.cfg.TargetPlatform), llm)
+		s.task.Dir, s.task.Entry, s.src.Path, s.cfg.Strategy, s.platform.Name(), orDash(s.cfg.TargetPlatform), llmDesc)
 	for i, step := range p.Steps {
 		fmt.Fprintf(&md, "%d. %s\n", i+1, step)
 	}
 	if err := os.WriteFile(filepath.Join(runDir, "plan.md"), []byte(md.String()), 0o644); err != nil {
 		return fmt.Errorf("write plan: %w", err)
 	}
+	// Render every prompt; ask the LLM only when one is configured.
+	client, err := llmClient(s.cfg, c.String("llm-replay-match"), log)
+	if err != nil {
+		return err
+	}
+	dr, err := agent.DryRun(c.Context, agent.DryRunInput{Config: s.cfg, Task: s.task, Platform: s.platform, LLM: client, RunDir: runDir, Logger: log})
+	if err != nil {
+		return err
+	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "kagent: dry run of %s (%s, %s strategy): kernel dir loaded and checked; nothing was executed or timed.\n", s.task.Name, s.task.Entry, s.cfg.Strategy)
 	fmt.Fprintf(w, "plan: %s\n", filepath.Join(runDir, "plan.md"))
+	if len(dr.Prompts) > 0 {
+		fmt.Fprintf(w, "prompts: %d rendered in %s", len(dr.Prompts), filepath.Join(runDir, filepath.Dir(dr.Prompts[0])))
+		if len(dr.Replies) > 0 {
+			fmt.Fprintf(w, " (%d sent to the LLM; replies saved beside them)", len(dr.Replies))
+		} else {
+			fmt.Fprint(w, " (no LLM configured: none sent)")
+		}
+		fmt.Fprintln(w)
+	}
 	return nil
 }
 

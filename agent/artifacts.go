@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/prompts"
+)
+
+// artifacts writes a run's files under its run dir:
+//
+//	input/                      copies of problem.py, input.py, test.py, kagent.yaml
+//	config.yaml                 the resolved configuration
+//	round000/input/             the input kernel: kernel.py, verdict.json, timing.json, metrics.json
+//	round000/baselines.json     PyTorch eager and torch.compile timings
+//	roundNNN/diagnose-<parent>.{prompt,reply}.md, diagnosis-<parent>.json
+//	roundNNN/candK/             optimize.{prompt,reply}.md, kernel.py, verdict.json,
+//	                            timing.json, metrics.json, compare.json, reflect.{prompt,reply}.md
+//	roundNNN/candK/refineJ/     refine.{prompt,reply}.md and the repaired kernel's files
+//	best_kernel.py, report.md, report.json, plots, events.jsonl
+//
+// Paths are safe for concurrent use by different candidates.
+type artifacts struct {
+	dir string
+}
+
+func newArtifacts(dir string) (*artifacts, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run dir %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create run dir: %w", err)
+	}
+	return &artifacts{dir: abs}, nil
+}
+
+// path is the absolute path of a file of the run dir.
+func (a *artifacts) path(rel ...string) string {
+	return filepath.Join(append([]string{a.dir}, rel...)...)
+}
+
+// write writes one file, creating its folder.
+func (a *artifacts) write(rel string, data []byte) error {
+	p := a.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+// writeAtomic writes a file whole or not at all (a temporary file renamed
+// into place), for files a resumed run trusts.
+func (a *artifacts) writeAtomic(rel string, data []byte) error {
+	p := a.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+// writeJSON writes v as indented JSON.
+func (a *artifacts) writeJSON(rel string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return a.write(rel, append(b, '\n'))
+}
+
+// writePrompt writes a rendered prompt as markdown with its two messages.
+func (a *artifacts) writePrompt(rel string, p prompts.Prompt) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!-- prompt %s -->\n\n## system\n\n%s\n\n## user\n\n%s\n", p.Name, strings.TrimRight(p.System, "\n"), strings.TrimRight(p.User, "\n"))
+	return a.write(rel, []byte(b.String()))
+}
+
+// copyInputs copies the kernel dir's files into input/.
+func (a *artifacts) copyInputs(t *kerneldir.Task) error {
+	for _, p := range []string{t.ProblemPath, t.KernelPath, t.TestPath, t.OptionsPath} {
+		if p == "" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("copy input %s: %w", p, err)
+		}
+		if err := a.write(filepath.Join("input", filepath.Base(p)), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kernelPath is the file a candidate's source is written to (and verified
+// from).
+func (a *artifacts) kernelPath(id string) string {
+	return a.path(candidateDir(id), "kernel.py")
+}
+
+// candidateFile is a file of a candidate's folder, relative to the run dir.
+func candidateFile(id, name string) string { return filepath.Join(candidateDir(id), name) }

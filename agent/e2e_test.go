@@ -1,0 +1,244 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/configs"
+)
+
+// TestBeamFourKinds runs beam search on the cpu platform with the fake LLM
+// proposing, from one diagnosis, a broken kernel, a cheating one, a slower
+// correct one and a faster one: the faster one wins, the others are
+// rejected (or kept as slower) for the right reasons.
+func TestBeamFourKinds(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(configs.StrategyBeam)
+	cfg.StrategyConfig.NumTopKernels, cfg.StrategyConfig.NumBottlenecks = 1, 4
+	cfg.NumWorkers, cfg.MaxRounds = 4, 1
+	f := newFakeLLM(t, cfg)
+	script(t, f.srv, []string{diagnosis("BROKEN", "CHEAT", "SLOW", "FAST")},
+		map[string][]llmtest.Reply{
+			"BROKEN": {pyReply(candidateSource(t, "broken.py"))},
+			"CHEAT":  {pyReply(candidateSource(t, "cheat.py"))},
+			"SLOW":   {pyReply(candidateSource(t, "slow.py"))},
+			"FAST":   {pyReply(candidateSource(t, "fast.py"))},
+		},
+		map[string][]llmtest.Reply{
+			"BROKEN": {pyReply(candidateSource(t, "banned.py"))},
+			"CHEAT":  {{Text: "I cannot fix this without caching."}},
+		})
+	res, err := Run(context.Background(), e.input(cfg, f.client))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	cs := mustCandidates(t, e.store, res.RunID)
+	fast, _ := byDirection(cs, 1, "FAST")
+	if !res.Improved || res.Best.ID != fast.ID || res.SpeedupVsInput <= 1 {
+		t.Fatalf("best %s (improved %v, %.2fx), want the FAST rewrite %s", res.Best.ID, res.Improved, res.SpeedupVsInput, fast.ID)
+	}
+	if res.Acceptance == nil || !res.Acceptance.Passed {
+		t.Errorf("the best did not pass the acceptance gate: %+v", res.Acceptance)
+	}
+	// The broken kernel fails correctness; its refinement, fed that failure, comes back banned.
+	broken, _ := byDirection(cs, 1, "BROKEN")
+	if failureOf(broken) != "correctness" {
+		t.Errorf("broken: %s (%s), want correctness", failureOf(broken), broken.Status)
+	}
+	var fix store.Candidate
+	for _, c := range cs {
+		if c.RefineOf == broken.ID {
+			fix = c
+		}
+	}
+	if fix.RefineAttempt != 1 || failureOf(fix) != "static" {
+		t.Errorf("refinement of broken: %+v, want attempt 1 rejected by static", fix.ID)
+	}
+	if n := f.countPrompts("correctness: draw"); n != 1 {
+		t.Errorf("refine prompts carrying the correctness reason: %d, want 1", n)
+	}
+	cheat, _ := byDirection(cs, 1, "CHEAT")
+	if failureOf(cheat) != "caching" {
+		t.Errorf("cheat: %s, want caching", failureOf(cheat))
+	}
+	for _, c := range cs {
+		if c.RefineOf == cheat.ID && failureOf(c) != failExtract {
+			t.Errorf("a reply without code: %s, want %s", failureOf(c), failExtract)
+		}
+	}
+	slow, _ := byDirection(cs, 1, "SLOW")
+	if slow.Status != store.StatusProfiled || slow.MedianMS() <= res.Input.Timing.MedianMS {
+		t.Errorf("slow: %s %.4g ms, want profiled and slower than the input (%.4g ms)", slow.Status, slow.MedianMS(), res.Input.Timing.MedianMS)
+	}
+	// One diagnosis per parent per round, shared by its four directions.
+	if n := f.countPrompts("# Task: diagnose"); n != 1 {
+		t.Errorf("diagnose calls: %d, want 1", n)
+	}
+	if n := f.countPrompts("# Task: reflect"); n != 4 {
+		t.Errorf("reflections: %d, want 4 (failed attempts too)", n)
+	}
+	for _, f := range []string{"round001/cand1/diagnose.prompt.md", "round001/cand1/diagnose.reply.md", "round001/cand1/optimize.prompt.md",
+		"round001/cand4/kernel.py", "round001/cand4/timing.json", "round001/cand4/metrics.json", "round001/cand4/reflect.reply.md",
+		"round000/input/kernel.py", "best_kernel.py", "report.md", "report.json", "events.jsonl", "config.yaml", "input/problem.py"} {
+		if _, err := os.Stat(filepath.Join(res.RunDir, f)); err != nil {
+			t.Errorf("run dir lacks %s", f)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(e.dir, "optimized_kernel_beam_search.py")); err != nil || string(b) != fast.Source {
+		t.Errorf("optimized_kernel_beam_search.py: %v", err)
+	}
+	kinds := e.eventKinds()
+	for _, k := range []string{EventRunStarted, EventRoundStarted, EventCandidateVerified, EventCandidateTimed, EventPromoted, EventRoundFinished, EventRunFinished} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event (%v)", k, kinds)
+		}
+	}
+	calls, _ := e.store.LLMCalls(context.Background(), res.RunID)
+	if len(calls) != f.srv.Count() {
+		t.Errorf("store recorded %d llm calls, the server saw %d", len(calls), f.srv.Count())
+	}
+}
+
+// TestBeamDistinctParents: rewrites that repeat a kernel (the parent
+// returned unchanged, or the same kernel reformatted) are rejected as
+// duplicates without running, and the beam never holds two kernels with the
+// same normalised source.
+func TestBeamDistinctParents(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(configs.StrategyBeam)
+	cfg.StrategyConfig.NumTopKernels, cfg.StrategyConfig.NumBottlenecks = 2, 2
+	cfg.MaxRounds = 2
+	cfg.DivergenceThreshold = 1e6 // keep the slower kernels in the beam
+	f := newFakeLLM(t, cfg)
+	input, _ := os.ReadFile(filepath.Join("testdata", "relu_scale", "input.py"))
+	script(t, f.srv, []string{diagnosis("FAST", "SAME", "AGAIN", "SLOW")},
+		map[string][]llmtest.Reply{
+			"FAST":  {pyReply(candidateSource(t, "fast.py"))},
+			"SAME":  {pyReply("# unchanged\n" + string(input))},
+			"AGAIN": {pyReply(candidateSource(t, "fast_again.py"))},
+			"SLOW":  {pyReply(candidateSource(t, "slow.py"))},
+		}, nil)
+	res, err := Run(context.Background(), e.input(cfg, f.client))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	ctx := context.Background()
+	detail, err := e.store.GetRun(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := mustCandidates(t, e.store, res.RunID)
+	dups := 0
+	for _, c := range cs {
+		if failureOf(c) == failDup {
+			dups++
+			if c.Timing != nil {
+				t.Errorf("duplicate %s was timed", c.ID)
+			}
+		}
+	}
+	if dups == 0 {
+		t.Errorf("no rewrite was rejected as a duplicate")
+	}
+	for _, r := range detail.Rounds {
+		var s searchState
+		if err := json.Unmarshal(r.State, &s); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]string{}
+		for _, id := range beamMembers(&s) {
+			h := cs[id].SourceHash
+			if other, ok := seen[h]; ok {
+				t.Errorf("round %d: beam holds %s and %s with the same normalised source", r.Index, other, id)
+			}
+			seen[h] = id
+		}
+		t.Logf("round %d beam %v", r.Index, beamMembers(&s))
+	}
+	if !res.Improved {
+		t.Errorf("no improvement")
+	}
+	// Round 2 diagnosed each distinct parent once.
+	beam1 := beamMembers(ptr(mustState(t, detail.Rounds[1].State)))
+	if len(beam1) != 2 {
+		t.Errorf("round 1 beam %v, want 2 distinct kernels", beam1)
+	}
+	if n := f.countPrompts("# Task: diagnose"); n != 1+len(beam1) {
+		t.Errorf("diagnose calls: %d, want %d", n, 1+len(beam1))
+	}
+}
+
+func mustState(t testing.TB, b json.RawMessage) searchState {
+	t.Helper()
+	var s searchState
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestGreedyPlateau: greedy promotes the faster rewrite, then stops after
+// max_no_improvement rounds without a promotion.
+func TestGreedyPlateau(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(configs.StrategyGreedy)
+	cfg.MaxRounds = 10
+	cfg.StrategyConfig.MaxNoImprovement = 2
+	f := newFakeLLM(t, cfg)
+	script(t, f.srv, []string{diagnosis("FAST"), diagnosis("SLOW"), diagnosis("SLOWER")},
+		map[string][]llmtest.Reply{
+			"FAST":   {pyReply(candidateSource(t, "fast.py"))},
+			"SLOW":   {pyReply(candidateSource(t, "slow.py"))},
+			"SLOWER": {pyReply(strings.Replace(candidateSource(t, "slow.py"), "s = s * 1.0", "s = s * 1.0\n        s = s * 1.0", 1))},
+		}, nil)
+	res, err := Run(context.Background(), e.input(cfg, f.client))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.HasPrefix(res.StopReason, "plateau") || res.Rounds != 3 {
+		t.Fatalf("stopped after %d rounds: %q, want a plateau after 3", res.Rounds, res.StopReason)
+	}
+	cs := mustCandidates(t, e.store, res.RunID)
+	if res.Best.ID != "r1c1" || len(cs) != 4 {
+		t.Errorf("best %s of %d candidates, want r1c1 of 4", res.Best.ID, len(cs))
+	}
+	// Greedy rewrites the best: rounds 2 and 3 start from r1c1.
+	for _, id := range []string{"r2c1", "r3c1"} {
+		if cs[id].ParentID != "r1c1" {
+			t.Errorf("%s parent %s, want r1c1", id, cs[id].ParentID)
+		}
+	}
+	if n := f.countPrompts("Directions already explored"); n == 0 {
+		t.Errorf("later diagnoses were not told the directions tried")
+	}
+}
+
+// TestBudgetStopsCleanly: a spent budget stops the run after the round in
+// flight, as a finished run with the budget as the reason.
+func TestBudgetStopsCleanly(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(configs.StrategyGreedy)
+	cfg.MaxRounds = 5
+	cfg.Budget.MaxCalls = 3
+	f := newFakeLLM(t, cfg)
+	script(t, f.srv, []string{diagnosis("SLOW")}, map[string][]llmtest.Reply{"SLOW": {pyReply(candidateSource(t, "slow.py"))}}, nil)
+	res, err := Run(context.Background(), e.input(cfg, f.client))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Status != store.RunFinished || !isBudgetStop(res.StopReason) || !strings.Contains(res.StopReason, "max_calls") {
+		t.Fatalf("status %s, reason %q, want finished on max_calls", res.Status, res.StopReason)
+	}
+	if f.srv.Count() != 3 || res.Usage.Calls != 3 {
+		t.Errorf("llm calls: server %d, store %d; want 3", f.srv.Count(), res.Usage.Calls)
+	}
+	if res.Rounds != 1 {
+		t.Errorf("rounds %d, want 1", res.Rounds)
+	}
+}

@@ -1,0 +1,34 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kagent-dev/kagent/platform"
+)
+
+// Sentinel errors. Test with errors.Is.
+var (
+	// ErrInvalidInput: RunInput lacks something a run needs (a task, a
+	// session, a store) or names an unknown strategy.
+	ErrInvalidInput = errors.New("invalid run input")
+	// ErrNoProposer: the strategy needs an LLM or a tuner and has neither.
+	ErrNoProposer = errors.New("no proposer")
+	// ErrNotResumable: the run cannot be resumed (it finished, or it was made
+	// by another kernel dir).
+	ErrNotResumable = errors.New("run cannot be resumed")
+	// ErrNotExecuting: Run was given a platform that executes nothing; use
+	// DryRun.
+	ErrNotExecuting = errors.New("platform executes nothing")
+)
+
+// InputRejectedError: the input kernel failed verification (or its timing
+// was rejected), so there is no baseline to improve on.
+type InputRejectedError struct {
+	Verdict platform.Verdict
+}
+
+func (e *InputRejectedError) Error() string {
+	return fmt.Sprintf("input kernel failed verification: %s: %s (fix the input kernel; `kagent eval` shows every check)",
+		e.Verdict.Failure, e.Verdict.Reason)
+}

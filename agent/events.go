@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Event kinds written with --events (one JSON line each).
+const (
+	EventRunStarted        = "run_started"
+	EventRoundStarted      = "round_started"
+	EventCandidateVerified = "candidate_verified"
+	EventCandidateTimed    = "candidate_timed"
+	EventPromoted          = "promoted"
+	EventRoundFinished     = "round_finished"
+	EventRunFinished       = "run_finished"
+)
+
+// Event is one step of a run, as written to --events FILE and the run dir's
+// events.jsonl. Fields that do not apply to a kind are omitted.
+type Event struct {
+	Event string    `json:"event"`
+	Time  time.Time `json:"time"`
+	RunID string    `json:"run_id"`
+	// Round is set for every kind but run_started and run_finished.
+	Round     *int   `json:"round,omitempty"`
+	Candidate string `json:"candidate,omitempty"`
+	Parent    string `json:"parent,omitempty"`
+	Direction string `json:"direction,omitempty"`
+	// Attempt counts refinements of the slot (0: the first rewrite).
+	Attempt int `json:"attempt,omitempty"`
+
+	// candidate_verified (and a candidate_timed whose timing was rejected)
+	Passed  *bool  `json:"passed,omitempty"`
+	Failure string `json:"failure,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+
+	// candidate_timed
+	MedianMS float64 `json:"median_ms,omitempty"`
+	CV       float64 `json:"cv,omitempty"`
+
+	// promoted and round_finished / run_finished: the best so far
+	BestID           string  `json:"best_id,omitempty"`
+	BestMS           float64 `json:"best_ms,omitempty"`
+	ImprovementPct   float64 `json:"improvement_pct,omitempty"`
+	SpeedupVsInput   float64 `json:"speedup_vs_input,omitempty"`
+	SpeedupVsEager   float64 `json:"speedup_vs_eager,omitempty"`
+	SpeedupVsCompile float64 `json:"speedup_vs_compile,omitempty"`
+
+	// run_started
+	KernelDir string `json:"kernel_dir,omitempty"`
+	Strategy  string `json:"strategy,omitempty"`
+	Platform  string `json:"platform,omitempty"`
+	Device    string `json:"device,omitempty"`
+	RunDir    string `json:"run_dir,omitempty"`
+	Resumed   bool   `json:"resumed,omitempty"`
+
+	// round_started: how many candidates the round proposes
+	Slots int `json:"slots,omitempty"`
+	// round_finished
+	Promotions int `json:"promotions,omitempty"`
+
+	// round_finished and run_finished: LLM spend so far
+	LLMCalls   int     `json:"llm_calls,omitempty"`
+	LLMTokens  int64   `json:"llm_tokens,omitempty"`
+	LLMCostUSD float64 `json:"llm_cost_usd,omitempty"`
+
+	// run_finished
+	Status     string `json:"status,omitempty"`
+	StopReason string `json:"stop_reason,omitempty"`
+	Improved   *bool  `json:"improved,omitempty"`
+}
+
+// emitter fans events out to JSON-lines writers and a progress printer.
+// Safe for concurrent use.
+type emitter struct {
+	mu       sync.Mutex
+	json     []io.Writer
+	progress io.Writer
+	now      func() time.Time
+	runID    string
+}
+
+func (e *emitter) emit(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ev.Time.IsZero() {
+		ev.Time = e.now().UTC()
+	}
+	if ev.RunID == "" {
+		ev.RunID = e.runID
+	}
+	b, err := json.Marshal(ev)
+	if err == nil {
+		b = append(b, '\n')
+		for _, w := range e.json {
+			_, _ = w.Write(b)
+		}
+	}
+	if e.progress != nil {
+		if line := progressLine(ev); line != "" {
+			fmt.Fprintln(e.progress, line)
+		}
+	}
+}
+
+// progressLine renders an event for a person: one plain line, fit for a
+// terminal and for CI logs alike.
+func progressLine(ev Event) string {
+	round := func() string {
+		if ev.Round == nil {
+			return ""
+		}
+		return fmt.Sprintf("round %d: ", *ev.Round)
+	}
+	switch ev.Event {
+	case EventRunStarted:
+		verb := "started"
+		if ev.Resumed {
+			verb = "resumed"
+		}
+		return fmt.Sprintf("kagent: run %s %s: %s, %s strategy on %s%s; artifacts in %s",
+			ev.RunID, verb, ev.KernelDir, ev.Strategy, ev.Platform, paren(ev.Device), ev.RunDir)
+	case EventRoundStarted:
+		return fmt.Sprintf("%s%d candidate%s", round(), ev.Slots, plural(ev.Slots))
+	case EventCandidateVerified:
+		what := ev.Candidate
+		if ev.Direction != "" {
+			what += " (" + clip(ev.Direction, 60) + ")"
+		}
+		if ev.Passed != nil && *ev.Passed {
+			return fmt.Sprintf("%s%s verified", round(), what)
+		}
+		return fmt.Sprintf("%s%s rejected: %s: %s", round(), what, ev.Failure, clip(ev.Reason, 160))
+	case EventCandidateTimed:
+		if ev.Passed != nil && !*ev.Passed {
+			return fmt.Sprintf("%s%s timing rejected: %s: %s", round(), ev.Candidate, ev.Failure, clip(ev.Reason, 160))
+		}
+		return fmt.Sprintf("%s%s %.4g ms (cv %.1f%%)", round(), ev.Candidate, ev.MedianMS, 100*ev.CV)
+	case EventPromoted:
+		return fmt.Sprintf("%s%s promoted: %.4g ms, %.1f%% faster than the best; %s",
+			round(), ev.Candidate, ev.BestMS, ev.ImprovementPct, speedups(ev))
+	case EventRoundFinished:
+		return fmt.Sprintf("%sbest %s %.4g ms (%s)%s", round(), ev.BestID, ev.BestMS, speedups(ev), spend(ev))
+	case EventRunFinished:
+		return fmt.Sprintf("kagent: run %s %s: %s; best %s %.4g ms (%s)%s",
+			ev.RunID, ev.Status, ev.StopReason, ev.BestID, ev.BestMS, speedups(ev), spend(ev))
+	}
+	return ""
+}
+
+func speedups(ev Event) string {
+	parts := []string{fmt.Sprintf("%.2fx input", ev.SpeedupVsInput)}
+	if ev.SpeedupVsEager > 0 {
+		parts = append(parts, fmt.Sprintf("%.2fx eager", ev.SpeedupVsEager))
+	}
+	if ev.SpeedupVsCompile > 0 {
+		parts = append(parts, fmt.Sprintf("%.2fx compile", ev.SpeedupVsCompile))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func spend(ev Event) string {
+	if ev.LLMCalls == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; llm %d call%s, %d tokens, $%.2f", ev.LLMCalls, plural(ev.LLMCalls), ev.LLMTokens, ev.LLMCostUSD)
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// clip folds s onto one line of at most n bytes.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"github.com/kagent-dev/kagent/agent/llm"
+	"github.com/kagent-dev/kagent/configs"
+)
+
+// LLMConfig maps kagent's configuration onto the LLM layer's:
+//
+//	llm.provider, model, base_url, api_key_env,
+//	reasoning_effort, temperature, timeout     -> the same fields
+//	llm.max_concurrency                        -> Concurrency
+//	llm.max_retries (retries after the first)  -> Retry.MaxAttempts = retries + 1
+//	llm.price_in_per_m, price_out_per_m        -> Prices{"*": {Input, Output}}
+//	llm.max_tokens                             -> MaxTokens
+//	llm.record, llm.replay (--llm-record/-replay) -> Record, Replay
+//	budget.max_calls, max_tokens, max_usd      -> Budget
+//	budget.max_wall                            -> Budget.MaxWallTime
+//
+// KernelAgent's openai_model and high_reasoning_effort are folded into
+// llm.model and llm.reasoning_effort by configs.Config.Normalize, and are
+// passed on too in case Normalize was not called.
+func LLMConfig(c configs.Config) llm.Config {
+	l := c.LLM
+	out := llm.Config{
+		Provider:        l.Provider,
+		Model:           l.Model,
+		BaseURL:         l.BaseURL,
+		APIKeyEnv:       l.APIKeyEnv,
+		ReasoningEffort: l.ReasoningEffort,
+		OpenAIModel:     c.OpenAIModel,
+		MaxTokens:       l.MaxTokens,
+		Temperature:     l.Temperature,
+		Timeout:         l.Timeout,
+		Concurrency:     l.MaxConcurrency,
+		Record:          l.Record,
+		Replay:          l.Replay,
+		Budget: llm.Limits{
+			MaxCalls:    c.Budget.MaxCalls,
+			MaxTokens:   int64(c.Budget.MaxTokens),
+			MaxUSD:      c.Budget.MaxUSD,
+			MaxWallTime: c.Budget.MaxWall,
+		},
+	}
+	if c.HighReasoningEffort != nil && *c.HighReasoningEffort {
+		out.HighReasoningEffort = true
+	}
+	if l.MaxRetries >= 0 {
+		out.Retry.MaxAttempts = l.MaxRetries + 1
+	}
+	if l.PriceInPerM > 0 || l.PriceOutPerM > 0 {
+		out.Prices = map[string]llm.Price{"*": {Input: l.PriceInPerM, Output: l.PriceOutPerM}}
+	}
+	return out
+}

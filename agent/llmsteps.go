@@ -1,0 +1,328 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kagent-dev/kagent/agent/llm"
+	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+// historyInPrompts is how many earlier attempts and reflections a prompt
+// shows.
+const historyInPrompts = 10
+
+// diagnoseAll diagnoses each parent of the round's LLM slots once, asking
+// for as many ranked, distinct bottlenecks as the parent has slots, and
+// shares the answer among them. Parents whose slots all have candidates
+// already (a resumed round) are diagnosed only if a reflection needs it,
+// from the saved reply. A diagnosis that fails leaves its slots empty.
+func (l *loop) diagnoseAll(ctx context.Context, r int, slots []slot, chains map[int][]store.Candidate, h history) (map[string][]prompts.Bottleneck, error) {
+	count := map[string]int{}
+	first := map[string]int{}
+	need := map[string]bool{}
+	var order []string
+	for _, s := range slots {
+		if s.Variant != nil {
+			continue
+		}
+		if _, seen := count[s.ParentID]; !seen {
+			order = append(order, s.ParentID)
+			first[s.ParentID] = s.Index
+		}
+		count[s.ParentID]++
+		if len(chains[s.Index]) == 0 {
+			need[s.ParentID] = true
+		}
+	}
+	out := map[string][]prompts.Bottleneck{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var fatal error
+	for _, p := range order {
+		if !need[p] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bs, err := l.diagnose(ctx, r, p, first[p], count[p], h)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if fatal == nil {
+					fatal = err
+				}
+				return
+			}
+			out[p] = bs
+		}()
+	}
+	wg.Wait()
+	return out, fatal
+}
+
+// diagnose asks for n ranked bottlenecks of one parent. Its prompt and reply
+// go to the folder of the parent's first slot of the round.
+func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, n int, h history) ([]prompts.Bottleneck, error) {
+	parent, ok := h.byID[parentID]
+	if !ok {
+		return nil, &fatalError{fmt.Errorf("diagnose: parent %s is not recorded", parentID)}
+	}
+	var metrics []prompts.Metric
+	if parent.Metrics != nil {
+		metrics = prompts.MetricsFromRaw(parent.Metrics.Raw)
+	}
+	p, err := l.in.Prompts.Diagnose(prompts.DiagnoseData{
+		Target: l.target, Problem: l.in.Task.ProblemSource, Kernel: parent.Source, Times: l.times(parent, h),
+		Roofline: rooflineOf(parent), Metrics: metrics, NumBottlenecks: n, Explored: exploredFrom(parentID, h),
+	})
+	if err != nil {
+		return nil, &fatalError{err}
+	}
+	dir := candidateDir(candidateID(r, firstSlot, 0))
+	reply, err := l.ask(ctx, r, "", llm.PurposeDiagnose, p, dir+"/diagnose")
+	if err != nil {
+		return nil, l.slotError(ctx, "diagnosis of "+parentID, err)
+	}
+	var d prompts.Diagnosis
+	if err := llm.ExtractJSON(reply, &d); err != nil {
+		l.log.Warn("diagnosis unreadable; its slots yield nothing this round", "parent", parentID, "err", err)
+		return nil, nil
+	}
+	d = d.Normalize(n)
+	if err := d.Validate(); err != nil {
+		l.log.Warn("diagnosis unusable; its slots yield nothing this round", "parent", parentID, "err", err)
+		return nil, nil
+	}
+	if len(d.Bottlenecks) < n {
+		l.log.Info("diagnosis gave fewer distinct directions than slots", "parent", parentID, "asked", n, "got", len(d.Bottlenecks))
+	}
+	if err := l.art.writeJSON(dir+"/diagnosis.json", d); err != nil {
+		return nil, &fatalError{err}
+	}
+	return d.Bottlenecks, nil
+}
+
+// times are the measurements a prompt about kernel k shows.
+func (l *loop) times(k store.Candidate, h history) prompts.Timings {
+	t := prompts.Timings{KernelMS: k.MedianMS()}
+	if b, ok := h.byID[l.state.BestID]; ok {
+		t.BestMS = b.MedianMS()
+	}
+	if l.eager != nil && l.eager.Unavailable == "" {
+		t.EagerMS = l.eager.MedianMS
+	}
+	if l.compile != nil && l.compile.Unavailable == "" {
+		t.CompileMS = l.compile.MedianMS
+	}
+	return t
+}
+
+func rooflineOf(c store.Candidate) roofline.Result {
+	if c.Roofline == nil {
+		return roofline.Result{}
+	}
+	return *c.Roofline
+}
+
+// exploredFrom lists the directions already tried from a parent.
+func exploredFrom(parentID string, h history) []string {
+	var out []string
+	for _, c := range sortedCandidates(h) {
+		if c.ParentID == parentID && c.RefineAttempt == 0 && c.Direction != "" && !slices.Contains(out, c.Direction) {
+			out = append(out, c.Direction)
+		}
+	}
+	return out
+}
+
+// attemptsOn describes the earlier rewrites of a parent (each slot's last
+// candidate), oldest first, at most historyInPrompts.
+func attemptsOn(parentID string, h history) []prompts.Attempt {
+	last := map[string]store.Candidate{}
+	var keys []string
+	for _, c := range sortedCandidates(h) {
+		if c.ParentID != parentID || c.Round == 0 {
+			continue
+		}
+		r, s, _, ok := parseCandidateID(c.ID)
+		if !ok {
+			continue
+		}
+		k := fmt.Sprint(r, "/", s)
+		if _, seen := last[k]; !seen {
+			keys = append(keys, k)
+		}
+		last[k] = c
+	}
+	var out []prompts.Attempt
+	for _, k := range keys {
+		c := last[k]
+		a := prompts.Attempt{Round: c.Round, Direction: c.Direction, TimeMS: c.MedianMS(), Passed: c.Status.Measured()}
+		if c.Verdict != nil && !c.Verdict.Passed {
+			a.Failure, a.Reason = c.Verdict.Failure, c.Verdict.Reason
+		}
+		out = append(out, a)
+	}
+	if len(out) > historyInPrompts {
+		out = out[len(out)-historyInPrompts:]
+	}
+	return out
+}
+
+func sortedCandidates(h history) []store.Candidate {
+	out := make([]store.Candidate, 0, len(h.byID))
+	for _, c := range h.byID {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b store.Candidate) int { return compareIDs(a.ID, b.ID) })
+	return out
+}
+
+// reflectionRecord is a reflection as stored in the run's events.
+type reflectionRecord struct {
+	Candidate  string             `json:"candidate"`
+	Reflection prompts.Reflection `json:"reflection"`
+}
+
+// reflections are the run's latest reflections, oldest first.
+func (l *loop) reflections(ctx context.Context) []prompts.Reflection {
+	recs := l.storedReflections(ctx)
+	var out []prompts.Reflection
+	for _, r := range recs {
+		out = append(out, r.Reflection)
+	}
+	if len(out) > historyInPrompts {
+		out = out[len(out)-historyInPrompts:]
+	}
+	return out
+}
+
+func (l *loop) storedReflections(ctx context.Context) []reflectionRecord {
+	evs, err := l.st.Events(ctx, l.runID, 0, 0)
+	if err != nil {
+		l.log.Warn("read reflections", "err", err)
+		return nil
+	}
+	var out []reflectionRecord
+	for _, e := range evs {
+		if e.Kind != storeEventReflection {
+			continue
+		}
+		var r reflectionRecord
+		if json.Unmarshal(e.Data, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reflectAll reflects on each slot's last candidate (passed or failed) that
+// has no reflection yet, concurrently.
+func (l *loop) reflectAll(ctx context.Context, r int, slots []slot, finals []*store.Candidate, diags map[string][]prompts.Bottleneck, h history) error {
+	if l.in.LLM == nil {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, rec := range l.storedReflections(ctx) {
+		done[rec.Candidate] = true
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var fatal error
+	for i, s := range slots {
+		c := finals[i]
+		if c == nil || s.Variant != nil || done[c.ID] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.reflect(ctx, r, s, *c, diags, h); err != nil {
+				mu.Lock()
+				if fatal == nil {
+					fatal = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return fatal
+}
+
+// reflect asks the LLM what one attempt teaches and records the answer. An
+// unreadable reply gives a plain reflection from the numbers.
+func (l *loop) reflect(ctx context.Context, r int, s slot, c store.Candidate, diags map[string][]prompts.Bottleneck, h history) error {
+	if l.budgetStopped() != "" {
+		return nil
+	}
+	parent := h.byID[c.ParentID]
+	b := bottleneckFromDirection(c.Direction)
+	if bs := diags[c.ParentID]; s.Rank >= 1 && s.Rank <= len(bs) {
+		b = bs[s.Rank-1]
+	}
+	// The latest state of the candidate (a promotion phase may have rejected it).
+	if cur, err := l.st.Candidate(ctx, l.runID, c.ID); err == nil {
+		c = cur
+	}
+	d := prompts.ReflectData{Target: l.target, Round: r, Bottleneck: b, BeforeMS: parent.MedianMS(), AfterMS: c.MedianMS(),
+		Before: rooflineOf(parent), After: rooflineOf(c), Passed: c.Status.Measured()}
+	if c.Verdict != nil && !c.Verdict.Passed {
+		d.Failure, d.Reason = c.Verdict.Failure, c.Verdict.Reason
+	}
+	p, err := l.in.Prompts.Reflect(d)
+	if err != nil {
+		return &fatalError{err}
+	}
+	reply, err := l.ask(ctx, r, c.ID, llm.PurposeReflect, p, candidateFile(c.ID, "reflect"))
+	if err != nil {
+		return l.slotError(ctx, c.ID, err)
+	}
+	var ref prompts.Reflection
+	if err := llm.ExtractJSON(reply, &ref); err != nil {
+		ref = fallbackReflection(d, err)
+	}
+	ref.Round = r
+	data, err := json.Marshal(reflectionRecord{Candidate: c.ID, Reflection: ref})
+	if err != nil {
+		return &fatalError{err}
+	}
+	_, err = l.st.AddEvent(ctx, store.Event{RunID: l.runID, Round: r, CandidateID: c.ID, Kind: storeEventReflection,
+		Message: clip(ref.Reasoning, 200), Data: data})
+	if err != nil {
+		return &fatalError{err}
+	}
+	return nil
+}
+
+// fallbackReflection states what the numbers show when the model's
+// reflection cannot be read.
+func fallbackReflection(d prompts.ReflectData, err error) prompts.Reflection {
+	out := prompts.Reflection{Reasoning: "the model's reflection was unreadable (" + oneLine(err.Error()) + "); this one states the measurements"}
+	switch {
+	case !d.Passed:
+		out.ActualOutcome = "failed " + d.Failure + ": " + d.Reason
+	case d.AfterMS > 0 && d.BeforeMS > 0:
+		pct := (d.BeforeMS - d.AfterMS) / d.BeforeMS * 100
+		out.ActualOutcome = fmt.Sprintf("%.1f%% faster than its parent", pct)
+		out.WasFixEffective = pct > 0
+	}
+	return out
+}
+
+// bottleneckFromDirection rebuilds a bottleneck from its one-line label.
+func bottleneckFromDirection(dir string) prompts.Bottleneck {
+	cat, sum, ok := strings.Cut(dir, ": ")
+	if !ok {
+		return prompts.Bottleneck{Summary: dir}
+	}
+	return prompts.Bottleneck{Category: cat, Summary: sum}
+}

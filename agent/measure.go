@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+// Failure names the loop itself gives (the harness names the others:
+// static, correctness, caching, ...).
+const (
+	failExtract  = "extract"        // the reply held no Python code
+	failDup      = "duplicate"      // the source repeats a candidate of the run
+	failPhysical = "physical_limit" // faster than the roofline floor allows
+	failRecheck  = "recheck"        // timed outputs no longer matched the reference
+	failTimeout  = "timeout"
+	failCrash    = "crash"
+	failGate     = "acceptance"
+)
+
+// problemInfoer is implemented by worker-backed sessions: the problem's
+// tensor sizes and FLOPs, for the synthetic roofline.
+type problemInfoer interface {
+	Info(ctx context.Context) (worker.ProblemInfo, error)
+}
+
+// accepter is implemented by sessions with an acceptance gate.
+type accepter interface {
+	Accept(ctx context.Context, c platform.Candidate) (platform.Verdict, error)
+}
+
+// rejection builds a failed verdict with one check.
+func rejection(name, reason string) platform.Verdict {
+	return platform.Verdict{Failure: name, Reason: reason, Checks: []platform.Check{{Name: name, Reason: reason}}}
+}
+
+// timingFault turns an error from timing a candidate into a failed verdict
+// when the candidate is at fault (physically impossible time, outputs that
+// changed, a crash, a hang, a failed check while timing). ok is false for
+// errors that are not the candidate's doing: those end the run.
+func timingFault(err error) (platform.Verdict, bool) {
+	var pe *worker.PhysicalLimitError
+	var re *worker.RecheckError
+	var te *worker.TimeoutError
+	var xe *worker.ExitError
+	var ye *worker.ReplyError
+	switch {
+	case errors.As(err, &pe):
+		return rejection(failPhysical, pe.Err.Error()), true
+	case errors.As(err, &re):
+		return rejection(failRecheck, re.Reason), true
+	case errors.As(err, &te):
+		return rejection(failTimeout, fmt.Sprintf("timing did not finish within %s; the worker was killed", te.After)), true
+	case errors.As(err, &xe):
+		return rejection(failCrash, "the worker process died while timing: "+xe.Error()), true
+	case errors.As(err, &ye):
+		var pe *worker.ProblemError
+		if errors.As(err, &pe) {
+			return platform.Verdict{}, false
+		}
+		return rejection(ye.Kind, ye.Message), true
+	}
+	return platform.Verdict{}, false
+}
+
+// profile measures a kernel's metrics and places it on the roofline. A
+// profiler that cannot run here (noop, not implemented, failed) falls back
+// to the synthetic roofline: the measured time against the bytes and FLOPs
+// counted from the problem's tensors.
+func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Timing) (roofline.Metrics, roofline.Result) {
+	m, err := l.in.Session.Profile(ctx, c)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.log.Warn("profiling failed; using the synthetic roofline", "candidate", c.ID, "err", err)
+		}
+		m = roofline.Metrics{Source: "synthetic", Fallback: "profiler: " + oneLine(err.Error())}
+	}
+	if m.Source == "" {
+		m.Source = "synthetic"
+	}
+	if m.TimeMS <= 0 {
+		m.TimeMS = t.MedianMS
+	}
+	if m.BytesRead+m.BytesWrite == 0 && m.FLOPs == 0 {
+		if info, ok := l.problemInfo(ctx); ok {
+			m.BytesRead, m.BytesWrite = info.BytesIn, info.BytesOut
+			if info.FLOPs != nil {
+				m.FLOPs = *info.FLOPs
+			}
+			if m.DType == "" && len(info.Inputs) > 0 {
+				m.DType = roofline.CanonicalDType(info.Inputs[0].DType)
+			}
+		}
+	}
+	if m.DType == "" && l.in.Task.Options.DType != "" {
+		m.DType = l.in.Task.Options.DType
+	}
+	return m, l.in.Platform.Analyzer().Analyze(m, l.specs)
+}
+
+// problemInfo asks a worker-backed session for the problem's tensors, once.
+func (l *loop) problemInfo(ctx context.Context) (worker.ProblemInfo, bool) {
+	l.infoOnce.Do(func() {
+		pi, ok := l.in.Session.(problemInfoer)
+		if !ok {
+			return
+		}
+		info, err := pi.Info(ctx)
+		if err != nil {
+			l.log.Warn("problem info unavailable", "err", err)
+			return
+		}
+		l.info = &info
+	})
+	if l.info == nil {
+		return worker.ProblemInfo{}, false
+	}
+	return *l.info, true
+}
+
+// compare times the candidate against the best, interleaved when the
+// session can, else from the two stored timings.
+func (l *loop) compare(ctx context.Context, best, cand platform.Candidate, bestT, candT platform.Timing) (Decision, platform.Timing, platform.Timing, error) {
+	rule := promotionRule{MinPct: l.cfg.MinImprovementPct, NoiseFactor: l.cfg.NoiseFactor}
+	cmp, ok := l.in.Session.(platform.Comparer)
+	if !ok {
+		d := rule.decide(bestT, candT)
+		d.Best, d.Candidate = best.ID, cand.ID
+		return d, bestT, candT, nil
+	}
+	var d Decision
+	var ta, tb platform.Timing
+	// A win lost in the noise is timed once more: a burst of load on the
+	// machine should not decide it.
+	for attempt := 0; attempt < 2; attempt++ {
+		var err error
+		ta, tb, err = cmp.Compare(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: best},
+			platform.Target{Kind: platform.TargetKernel, Candidate: cand})
+		if err != nil {
+			return Decision{}, ta, tb, err
+		}
+		d = rule.decide(ta, tb)
+		d.Best, d.Candidate, d.Interleaved = best.ID, cand.ID, true
+		if d.Promoted || d.ImprovementPct <= rule.MinPct {
+			break
+		}
+	}
+	return d, ta, tb, nil
+}

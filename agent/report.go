@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"context"
+	"strings"
+
+	"github.com/kagent-dev/kagent/agent/report"
+	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/roofline"
+)
+
+// writeReport writes report.md, report.json and the plots into the run dir.
+func (l *loop) writeReport(ctx context.Context, res Result) error {
+	d, err := l.reportData(context.WithoutCancel(ctx), res)
+	if err != nil {
+		return err
+	}
+	return report.Write(l.art.dir, d)
+}
+
+// reportData gathers what the report shows from the store.
+func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) {
+	detail, err := l.st.GetRun(ctx, l.runID)
+	if err != nil {
+		return report.Data{}, err
+	}
+	calls, err := l.st.LLMCalls(ctx, l.runID)
+	if err != nil {
+		return report.Data{}, err
+	}
+	byCand := map[string]report.Usage{}
+	for _, c := range calls {
+		u := byCand[c.CandidateID]
+		u.Calls++
+		u.PromptTokens += int64(c.PromptTokens)
+		u.CompletionTokens += int64(c.CompletionTokens)
+		u.CostUSD += c.CostUSD
+		byCand[c.CandidateID] = u
+	}
+	tf32 := l.in.Task.Options.TF32
+	if tf32 == "" {
+		tf32 = "forbid"
+	}
+	d := report.Data{
+		RunID: l.runID, Name: l.in.Task.Name, KernelDir: l.in.Task.Dir, Strategy: l.cfg.Strategy,
+		Platform: l.in.Platform.Name(), Device: l.device, TF32: tf32, Representative: res.Representative,
+		StartedAt: detail.StartedAt, FinishedAt: detail.FinishedAt, BestID: res.Best.ID, StopReason: res.StopReason,
+		LLM: report.Usage{Calls: res.Usage.Calls, PromptTokens: res.Usage.PromptTokens,
+			CompletionTokens: res.Usage.CompletionTokens, CostUSD: res.Usage.CostUSD},
+	}
+	d.DType = l.in.Task.Options.DType
+	info, haveInfo := l.problemInfo(ctx)
+	if d.DType == "" && haveInfo && len(info.Inputs) > 0 {
+		d.DType = roofline.CanonicalDType(info.Inputs[0].DType)
+	}
+	d.GPU = report.GPU{Name: l.specs.Name, Units: l.specs.Units, MemBWGBs: l.specs.MemBWGBs, MemGB: l.specs.MemGB, L2MB: l.specs.L2MB}
+	if d.DType != "" {
+		if peak, _, err := l.specs.PeakTFLOPS(d.DType); err == nil {
+			d.GPU.PeakTFLOPS = peak
+		}
+	}
+	if haveInfo {
+		d.Work.Bytes = info.BytesIn + info.BytesOut
+		if info.FLOPs != nil {
+			d.Work.FLOPs = *info.FLOPs
+		}
+		d.Work.FloorMS = roofline.Floor(d.Work.Bytes, d.Work.FLOPs, d.DType, l.specs)
+	}
+	d.Baselines.Eager = stats(res.Eager)
+	d.Baselines.Compile = stats(res.Compile)
+	d.Baselines.Input = stats(&res.Input.Timing)
+	for _, c := range detail.Candidates {
+		rc := report.Candidate{ID: c.ID, Round: c.Round, Parent: c.ParentID, Bottleneck: c.Bottleneck,
+			Direction: c.Direction, Status: string(c.Status), Time: stats(c.Timing), LLM: byCand[c.ID]}
+		if label, ok := strings.CutPrefix(c.Direction, "tune: "); ok {
+			rc.Label = label
+		}
+		if c.Verdict != nil && !c.Verdict.Passed {
+			rc.Failure, rc.Reason = c.Verdict.Failure, c.Verdict.Reason
+		}
+		if c.Status == store.StatusFailed {
+			rc.Reason = c.Error
+		}
+		if c.Metrics != nil {
+			rc.Bytes, rc.FLOPs = c.Metrics.BytesRead+c.Metrics.BytesWrite, c.Metrics.FLOPs
+		}
+		if c.Roofline != nil {
+			rc.RooflineClass, rc.SOL = string(c.Roofline.Class), c.Roofline.SOL
+		}
+		d.Candidates = append(d.Candidates, rc)
+	}
+	if !res.Representative {
+		d.Notes = append(d.Notes, "timings on the "+l.in.Platform.Name()+" platform are not representative of GPU performance")
+	}
+	if res.Acceptance != nil {
+		d.Notes = append(d.Notes, "the best kernel passed the acceptance gate (a fresh process, new seeds)")
+	}
+	return d, nil
+}
+
+func stats(t *platform.Timing) report.Stats {
+	if t == nil {
+		return report.Stats{}
+	}
+	return report.Stats{MedianMS: t.MedianMS, P20MS: t.P20MS, P80MS: t.P80MS, CV: t.CV, N: t.N, Unavailable: t.Unavailable}
+}

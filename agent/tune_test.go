@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/noop"
+)
+
+// fakeTuner proposes the test kernels as "knob variants".
+func fakeTuner(t testing.TB, calls *atomic.Int32) Tuner {
+	fast, slow, again := candidateSource(t, "fast.py"), candidateSource(t, "slow.py"), candidateSource(t, "fast_again.py")
+	return TunerFunc(func(_ context.Context, source string, max int) ([]Variant, error) {
+		calls.Add(1)
+		vs := []Variant{{Label: "ROWS=1", Source: slow}, {Label: "FUSED=1", Source: fast}}
+		if store.SourceHash(source) == store.SourceHash(fast) {
+			vs = []Variant{{Label: "FUSED=2", Source: again}, {Label: "ROWS=1", Source: slow}}
+		}
+		if len(vs) > max {
+			vs = vs[:max]
+		}
+		return vs, nil
+	})
+}
+
+// TestTuneWithoutLLM: with no LLM configured, a greedy config runs the tune
+// strategy, which evaluates knob variants and keeps the faster one.
+func TestTuneWithoutLLM(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(configs.StrategyGreedy)
+	cfg.LLM.Model = "" // no LLM: the tuner proposes
+	cfg.MaxRounds = 5
+	cfg.StrategyConfig.MaxVariants = 2
+	cfg.StrategyConfig.MaxNoImprovement = 1
+	var calls atomic.Int32
+	in := e.input(cfg, nil)
+	in.Tuner = fakeTuner(t, &calls)
+	res, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	cs := mustCandidates(t, e.store, res.RunID)
+	if !res.Improved || cs[res.Best.ID].Direction != "tune: FUSED=1" {
+		t.Fatalf("best %s (%s), want the FUSED=1 variant", res.Best.ID, cs[res.Best.ID].Direction)
+	}
+	detail, _ := e.store.GetRun(context.Background(), res.RunID)
+	if detail.Strategy != configs.StrategyTune {
+		t.Errorf("run recorded strategy %s, want tune", detail.Strategy)
+	}
+	// From the new best, the tuner offers only a duplicate of it and the
+	// slow variant already measured: nothing is evaluated twice, so no round 2.
+	if res.Rounds != 1 || !strings.Contains(res.StopReason, "no untried variant") {
+		t.Errorf("%d rounds, stop %q", res.Rounds, res.StopReason)
+	}
+	if res.Usage.Calls != 0 {
+		t.Errorf("tune made %d llm calls", res.Usage.Calls)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "optimized_kernel_tune.py")); err != nil {
+		t.Errorf("optimized_kernel_tune.py: %v", err)
+	}
+}
+
+// TestPolish: after an LLM search, tune rounds polish the best.
+func TestPolish(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(configs.StrategyGreedy)
+	cfg.MaxRounds = 1
+	cfg.StrategyConfig.PolishRounds = 2
+	cfg.StrategyConfig.MaxVariants = 2
+	f := newFakeLLM(t, cfg)
+	script(t, f.srv, []string{diagnosis("SLOW")}, map[string][]llmtest.Reply{"SLOW": {pyReply(candidateSource(t, "slow.py"))}}, nil)
+	var calls atomic.Int32
+	in := e.input(cfg, f.client)
+	in.Tuner = fakeTuner(t, &calls)
+	res, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	cs := mustCandidates(t, e.store, res.RunID)
+	if !res.Improved || cs[res.Best.ID].Direction != "tune: FUSED=1" || cs[res.Best.ID].Round != 2 {
+		t.Fatalf("best %s (%s), want the polish's FUSED=1 in round 2", res.Best.ID, cs[res.Best.ID].Direction)
+	}
+	if !strings.HasPrefix(res.StopReason, "max_rounds") || !strings.Contains(res.StopReason, "polish") {
+		t.Errorf("stop reason %q", res.StopReason)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	py := python(t)
+	task, err := kerneldir.Load(context.Background(), kernelDir(t), kerneldir.LoadOptions{Python: py, RequireKernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plat, _ := noop.New(platform.Config{})
+	cfg := testConfig(configs.StrategyBeam)
+	runDir := t.TempDir()
+
+	res, err := DryRun(context.Background(), DryRunInput{Config: cfg, Task: task, Platform: plat, RunDir: runDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Prompts) != 4 || len(res.Replies) != 0 {
+		t.Fatalf("without an llm: %d prompts, %d replies; want 4 and 0", len(res.Prompts), len(res.Replies))
+	}
+	b, _ := os.ReadFile(filepath.Join(runDir, "round001", "cand1", "optimize.prompt.md"))
+	if !strings.Contains(string(b), "kernel_function(x, y)") || !strings.Contains(string(b), "NVIDIA CUDA guidance") {
+		t.Errorf("optimize prompt lacks the kernel or the target's guidance:\n%s", b)
+	}
+
+	f := newFakeLLM(t, cfg)
+	script(t, f.srv, []string{diagnosis("FAST", "SLOW")}, map[string][]llmtest.Reply{"FAST": {pyReply(candidateSource(t, "fast.py"))}}, nil)
+	runDir = t.TempDir()
+	res, err = DryRun(context.Background(), DryRunInput{Config: cfg, Task: task, Platform: plat, RunDir: runDir, LLM: f.client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Replies) != 2 || res.Kernel == "" || f.srv.Count() != 2 {
+		t.Fatalf("with an llm: %d replies, kernel %q, %d calls; want 2, a kernel, 2", len(res.Replies), res.Kernel, f.srv.Count())
+	}
+	if k, _ := os.ReadFile(filepath.Join(runDir, res.Kernel)); string(k) != candidateSource(t, "fast.py") {
+		t.Errorf("dry-run kernel.py is not the rewrite")
+	}
+}

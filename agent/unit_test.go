@@ -1,0 +1,248 @@
+package agent
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kagent-dev/kagent/agent/llm"
+	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/platform"
+)
+
+func TestPromotionRule(t *testing.T) {
+	rule := promotionRule{MinPct: 2, NoiseFactor: 3}
+	tm := func(ms, cv float64) platform.Timing { return platform.Timing{MedianMS: ms, CV: cv} }
+	tests := []struct {
+		name       string
+		best, cand platform.Timing
+		promoted   bool
+		reason     string
+	}{
+		{"clearly faster", tm(10, 0.01), tm(5, 0.01), true, "above"},
+		{"faster but within the noise", tm(10, 0.05), tm(8.6, 0.01), false, "within the noise"},
+		{"faster by less than min_improvement_pct", tm(10, 0.001), tm(9.9, 0.001), false, "below min_improvement_pct"},
+		{"equal", tm(10, 0.01), tm(10, 0.01), false, "slower"},
+		{"slower", tm(10, 0.01), tm(12, 0.01), false, "20.0% slower"},
+		{"the candidate's noise counts too", tm(10, 0.001), tm(8, 0.1), false, "within the noise"},
+		{"no time", tm(0, 0), tm(5, 0), false, "no usable time"},
+		{"an outlier does not drown a clear win", platform.Timing{MedianMS: 10, P20MS: 9.9, P80MS: 10.1, CV: 2},
+			platform.Timing{MedianMS: 5, P20MS: 4.95, P80MS: 5.05, CV: 0.01}, true, "above"},
+		{"spread percentiles are noise", platform.Timing{MedianMS: 10, P20MS: 8, P80MS: 12, CV: 0.01}, tm(8, 0.01), false, "within the noise"},
+		{"interleaved pairs cancel shared noise", platform.Timing{MedianMS: 10, P20MS: 5, P80MS: 20, TimesMS: []float64{5, 10, 20, 8, 12, 30}},
+			platform.Timing{MedianMS: 8, P20MS: 4, P80MS: 16, TimesMS: []float64{4, 8, 16, 6.4, 9.6, 24}}, true, "20.0% faster"},
+		{"pairs that disagree are noise", platform.Timing{MedianMS: 10, TimesMS: []float64{10, 10, 10, 10, 10, 10}},
+			platform.Timing{MedianMS: 8, TimesMS: []float64{4, 16, 5, 12, 6, 8}}, false, "within the noise"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := rule.decide(tc.best, tc.cand)
+			if d.Promoted != tc.promoted || !strings.Contains(d.Reason, tc.reason) {
+				t.Fatalf("promoted %v (%s), want %v (%s)", d.Promoted, d.Reason, tc.promoted, tc.reason)
+			}
+		})
+	}
+}
+
+func cand(id string, ms float64, hash string) store.Candidate {
+	return store.Candidate{ID: id, SourceHash: hash, Status: store.StatusProfiled, Timing: &platform.Timing{MedianMS: ms}}
+}
+
+func TestBeamUpdate(t *testing.T) {
+	hist := func(cs ...store.Candidate) history {
+		h := history{byID: map[string]store.Candidate{}, hashes: map[string]string{}}
+		for _, c := range cs {
+			h.byID[c.ID] = c
+		}
+		return h
+	}
+	b := beam{n: 3, m: 2, divergence: 50}
+	tests := []struct {
+		name     string
+		state    searchState
+		measured []store.Candidate
+		history  history
+		want     []string
+	}{
+		{
+			name:     "best first, then by time",
+			state:    searchState{BestID: "r1c2", Beam: []string{"input"}},
+			history:  hist(cand("input", 10, "h0")),
+			measured: []store.Candidate{cand("r1c1", 9, "h1"), cand("r1c2", 8, "h2"), cand("r1c3", 9.5, "h3")},
+			want:     []string{"r1c2", "r1c1", "r1c3"},
+		},
+		{
+			name:     "one kernel per normalised source",
+			state:    searchState{BestID: "input"},
+			history:  hist(cand("input", 10, "h0")),
+			measured: []store.Candidate{cand("r1c1", 11, "h1"), cand("r1c2", 11.5, "h1"), cand("r1c3", 12, "h0")},
+			want:     []string{"input", "r1c1"},
+		},
+		{
+			name:     "diverged branches are dropped",
+			state:    searchState{BestID: "r1c1", Beam: []string{"input"}},
+			history:  hist(cand("input", 10, "h0")),
+			measured: []store.Candidate{cand("r1c1", 4, "h1"), cand("r1c2", 5.9, "h2"), cand("r1c3", 6.1, "h3")},
+			want:     []string{"r1c1", "r1c2"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.state
+			b.update(&s, roundOutcome{Measured: tc.measured}, tc.history)
+			if !reflect.DeepEqual(s.Beam, tc.want) {
+				t.Fatalf("beam %v, want %v", s.Beam, tc.want)
+			}
+		})
+	}
+}
+
+func TestBeamSlots(t *testing.T) {
+	b := beam{n: 2, m: 2}
+	type pr struct {
+		parent string
+		rank   int
+	}
+	get := func(s searchState) []pr {
+		ss, _ := b.slots(context.Background(), &s, history{})
+		var out []pr
+		for i, x := range ss {
+			if x.Index != i+1 {
+				t.Errorf("slot %d has index %d", i, x.Index)
+			}
+			out = append(out, pr{x.ParentID, x.Rank})
+		}
+		return out
+	}
+	// Round 1: one kernel; the best takes the missing member's directions.
+	if got, want := get(searchState{BestID: "input"}), []pr{{"input", 1}, {"input", 2}, {"input", 3}, {"input", 4}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("one member: %v, want %v", got, want)
+	}
+	if got, want := get(searchState{BestID: "a", Beam: []string{"a", "b", "a"}}), []pr{{"a", 1}, {"a", 2}, {"b", 1}, {"b", 2}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("two members: %v, want %v", got, want)
+	}
+}
+
+func TestGreedySlotsAndPlateau(t *testing.T) {
+	s := searchState{BestID: "r2c1"}
+	ss, _ := greedy{}.slots(context.Background(), &s, history{})
+	if len(ss) != 1 || ss[0].ParentID != "r2c1" || ss[0].Rank != 1 {
+		t.Fatalf("slots %+v", ss)
+	}
+	greedy{}.update(&s, roundOutcome{}, history{})
+	greedy{}.update(&s, roundOutcome{}, history{})
+	if s.NoImprovement != 2 {
+		t.Fatalf("no improvement %d", s.NoImprovement)
+	}
+	greedy{}.update(&s, roundOutcome{Promoted: true}, history{})
+	if s.NoImprovement != 0 {
+		t.Fatalf("a promotion did not reset the plateau counter")
+	}
+}
+
+func TestCandidateIDs(t *testing.T) {
+	tests := []struct {
+		id                   string
+		round, slot, attempt int
+		ok                   bool
+		dir                  string
+	}{
+		{"r1c2", 1, 2, 0, true, "round001/cand2"},
+		{"r12c3f2", 12, 3, 2, true, "round012/cand3/refine2"},
+		{"input", 0, 0, 0, false, "round000/input"},
+		{"r1c2x", 0, 0, 0, false, "round000/r1c2x"},
+	}
+	for _, tc := range tests {
+		r, s, a, ok := parseCandidateID(tc.id)
+		if ok != tc.ok || ok && (r != tc.round || s != tc.slot || a != tc.attempt) {
+			t.Errorf("%s: %d %d %d %v", tc.id, r, s, a, ok)
+		}
+		if ok && candidateID(r, s, a) != tc.id {
+			t.Errorf("%s does not round-trip", tc.id)
+		}
+		if d := candidateDir(tc.id); d != tc.dir {
+			t.Errorf("%s: dir %s, want %s", tc.id, d, tc.dir)
+		}
+	}
+	ids := []string{"r2c1", "r10c1", "r2c1f1", "input", "r2c10", "r2c2"}
+	slices.SortFunc(ids, compareIDs)
+	if want := []string{"input", "r2c1", "r2c1f1", "r2c2", "r2c10", "r10c1"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("sorted %v, want %v", ids, want)
+	}
+}
+
+func TestLLMConfig(t *testing.T) {
+	temp := 0.3
+	high := true
+	c := configs.Default()
+	c.LLM = configs.LLMConfig{Provider: "vllm", Model: "qwen", BaseURL: "http://h:8000/v1", APIKeyEnv: "K",
+		ReasoningEffort: "high", Temperature: &temp, MaxConcurrency: 3, Timeout: time.Minute, MaxRetries: 2,
+		PriceInPerM: 1.5, PriceOutPerM: 6, MaxTokens: 1000, Record: "rec"}
+	c.Budget = configs.BudgetConfig{MaxCalls: 10, MaxTokens: 5000, MaxUSD: 2, MaxWall: time.Hour}
+	c.HighReasoningEffort = &high
+	got := LLMConfig(c)
+	want := llm.Config{Provider: "vllm", Model: "qwen", BaseURL: "http://h:8000/v1", APIKeyEnv: "K", ReasoningEffort: "high",
+		HighReasoningEffort: true, MaxTokens: 1000, Temperature: &temp, Timeout: time.Minute,
+		Retry:       llm.RetryPolicy{MaxAttempts: 3},
+		Prices:      map[string]llm.Price{"*": {Input: 1.5, Output: 6}},
+		Budget:      llm.Limits{MaxCalls: 10, MaxTokens: 5000, MaxUSD: 2, MaxWallTime: time.Hour},
+		Concurrency: 3, Record: "rec"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("LLMConfig:\n got %+v\nwant %+v", got, want)
+	}
+	if err := got.Resolve().Validate(); err != nil {
+		t.Errorf("the mapped config does not validate: %v", err)
+	}
+	c.LLM.MaxRetries = 0
+	if LLMConfig(c).Retry.MaxAttempts != 1 {
+		t.Errorf("max_retries 0 must mean one attempt")
+	}
+}
+
+// TestConfigProvidersAreLLMProviders: every llm.provider configs accepts,
+// the LLM layer accepts too.
+func TestConfigProvidersAreLLMProviders(t *testing.T) {
+	for _, p := range configs.LLMProviders {
+		c := configs.Default()
+		c.LLM.Provider, c.LLM.Model = p, "some-model"
+		c.Normalize()
+		if err := c.Validate(); err != nil {
+			t.Errorf("configs rejects %s: %v", p, err)
+		}
+		lc := LLMConfig(c).Resolve()
+		if !slices.Contains(llm.Providers(), lc.Provider) {
+			t.Errorf("configs accepts %s, the llm layer resolves it to %q", p, lc.Provider)
+		}
+	}
+}
+
+func TestProgressLines(t *testing.T) {
+	r := 2
+	tests := []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Event: EventCandidateVerified, Round: &r, Candidate: "r2c1", Direction: "memory: two passes", Passed: ptr(false), Failure: "correctness", Reason: "max abs err 3"},
+			"round 2: r2c1 (memory: two passes) rejected: correctness: max abs err 3"},
+		{Event{Event: EventCandidateTimed, Round: &r, Candidate: "r2c1", MedianMS: 1.25, CV: 0.012}, "round 2: r2c1 1.25 ms (cv 1.2%)"},
+		{Event{Event: EventRoundFinished, Round: &r, BestID: "r2c1", BestMS: 1.25, SpeedupVsInput: 2, SpeedupVsEager: 1.5, LLMCalls: 3, LLMTokens: 100, LLMCostUSD: 0.5},
+			"round 2: best r2c1 1.25 ms (2.00x input, 1.50x eager); llm 3 calls, 100 tokens, $0.50"},
+		{Event{Event: "something_else"}, ""},
+	}
+	for _, tc := range tests {
+		if got := progressLine(tc.ev); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+}
+
+func TestRunInputChecks(t *testing.T) {
+	_, err := Run(context.Background(), RunInput{})
+	if err == nil || !strings.Contains(err.Error(), "no kernel dir") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+)
+
+// cpuKernelDir copies the agent's CPU test problem into a fresh kernel dir.
+func cpuKernelDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("KAGENT_PYTHON") == "" || testing.Short() {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	dir := filepath.Join(t.TempDir(), "relu_scale")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"problem.py", "input.py"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "agent", "testdata", "relu_scale", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func testKernel(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "agent", "testdata", "candidates", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "```python\n" + string(b) + "```\n"
+}
+
+// scriptedServer answers diagnoses with one direction whose rewrite is the
+// named test kernel.
+func scriptedServer(t *testing.T, kernel string) *llmtest.Server {
+	srv := llmtest.NewServer(t)
+	srv.On("# Task: diagnose", llmtest.Reply{Text: `{"bottlenecks": [{"category": "memory", "summary": "six passes over the data", "fixes": [{"fix": "fuse"}]}]}`})
+	srv.On("# Task: reflect", llmtest.Reply{Text: `{"was_diagnosis_correct": true, "was_fix_effective": true}`})
+	srv.On("# Task: make this Triton kernel faster", llmtest.Reply{Text: testKernel(t, kernel)})
+	return srv
+}
+
+func lastEvent(t *testing.T, path string) map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var last map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("events line %q: %v", sc.Text(), err)
+		}
+		last = ev
+	}
+	return last
+}
+
+// TestOptimizeRecordThenReplay runs the real binary on the cpu platform:
+// once against the fake LLM while recording, once from the recording only.
+// Both find the faster kernel (exit 0), and the run history lists them.
+func TestOptimizeRecordThenReplay(t *testing.T) {
+	dir := cpuKernelDir(t)
+	srv := scriptedServer(t, "fast.py")
+	rec := filepath.Join(t.TempDir(), "transcript")
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy", "--max-rounds", "1",
+		"--llm-provider", "openai", "--llm-base-url", srv.BaseURL(), "--llm-model", "fake", "--llm-record", rec, "--events", events)
+	if r.code != ExitOK {
+		t.Fatalf("recorded run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range []string{"promoted", "best r1c1", "report: "} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("output lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	if ev := lastEvent(t, events); ev["event"] != "run_finished" || ev["improved"] != true {
+		t.Errorf("last event %v, want run_finished with improved true", ev)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "optimized_kernel_greedy.py")); err != nil {
+		t.Errorf("optimized_kernel_greedy.py: %v", err)
+	}
+	srv.Close()
+
+	dir2 := cpuKernelDir(t)
+	r = run(t, dir2, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy", "--max-rounds", "1",
+		"--llm-replay", rec)
+	if r.code != ExitOK {
+		t.Fatalf("replayed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = run(t, dir, "runs", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "finished") || !strings.Contains(r.stdout, "r1c1") {
+		t.Fatalf("runs list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := strings.Fields(strings.Split(r.stdout, "\n")[1])[0]
+	r = run(t, dir, "runs", "show", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "r1c1 *") || !strings.Contains(r.stdout, "six passes over the data") {
+		t.Fatalf("runs show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	oneLineError(t, run(t, dir, "runs", "show", "nope"), ExitUsage, "no run nope")
+	oneLineError(t, run(t, t.TempDir(), "runs", "list"), ExitUsage, "no run history")
+}
+
+// TestOptimizeNoImprovementExits3: a run whose only rewrite is slower
+// finishes with exit code 3.
+func TestOptimizeNoImprovementExits3(t *testing.T) {
+	dir := cpuKernelDir(t)
+	srv := scriptedServer(t, "slow.py")
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy", "--max-rounds", "1",
+		"--llm-provider", "openai", "--llm-base-url", srv.BaseURL(), "--llm-model", "fake")
+	if r.code != ExitNoImprovement || !strings.Contains(r.stderr, "without a verified improvement") {
+		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, ExitNoImprovement, r.stdout, r.stderr)
+	}
+}
+
+// TestOptimizeDryRunPrompts: the noop dry run renders every prompt, and asks
+// the LLM only when one is configured.
+func TestOptimizeDryRunPrompts(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	r := run(t, repoRoot(t), "optimize", "--kernel-dir", "examples/rmsnorm", "--strategy", "noop", "--out", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "none sent") {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"diagnose", "optimize", "refine", "reflect"} {
+		p := filepath.Join(out, "round001", "cand1", f+".prompt.md")
+		b, err := os.ReadFile(p)
+		if err != nil || f != "reflect" && !strings.Contains(string(b), "_rmsnorm_two_pass") {
+			t.Errorf("%s: %v (the prompt must carry the kernel)", p, err)
+		}
+		if _, err := os.Stat(filepath.Join(out, "round001", "cand1", f+".reply.md")); err == nil {
+			t.Errorf("%s was sent with no LLM configured", f)
+		}
+	}
+	srv := llmtest.NewServer(t)
+	srv.On("# Task: diagnose", llmtest.Reply{Text: `{"bottlenecks": [{"category": "memory", "summary": "x is read twice"}]}`})
+	srv.On("# Task: make this", llmtest.Reply{Text: "```python\nimport triton\n```"})
+	out = filepath.Join(t.TempDir(), "run")
+	r = run(t, repoRoot(t), "optimize", "--kernel-dir", "examples/rmsnorm", "--strategy", "noop", "--out", out,
+		"--llm-provider", "openai", "--llm-base-url", srv.BaseURL(), "--llm-model", "fake")
+	if r.code != 0 || srv.Count() != 2 {
+		t.Fatalf("exit %d, %d llm calls (want 2): %s %s", r.code, srv.Count(), r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "round001", "cand1", "optimize.prompt.md"))
+	if !strings.Contains(string(b), "x is read twice") {
+		t.Errorf("the optimize prompt does not carry the diagnosed bottleneck")
+	}
+}
+
+// TestOptimizeInterruptThenResume: SIGINT in the middle of round 1 leaves
+// the run interrupted (exit 130, with the resume command); --resume
+// finishes it with the configuration it started with.
+func TestOptimizeInterruptThenResume(t *testing.T) {
+	dir := cpuKernelDir(t)
+	slow := llmtest.NewServer(t)
+	slow.On("# Task: diagnose", llmtest.Reply{Text: `{"bottlenecks": [{"category": "memory", "summary": "six passes over the data"}]}`})
+	slow.On("# Task: make this Triton kernel faster", llmtest.Reply{Text: testKernel(t, "fast.py"), Delay: time.Minute})
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	cmd := exec.Command(binary, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy", "--max-rounds", "1",
+		"--llm-provider", "openai", "--llm-base-url", slow.BaseURL(), "--llm-model", "fake", "--events", events)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KAGENT_CACHE_DIR="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for slow.Count() < 2 { // the diagnosis, then the rewrite that hangs
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the run never asked for the rewrite: %s", stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted || !strings.Contains(stderr.String(), "--resume") {
+		t.Fatalf("after SIGINT: %v\n%s", err, stderr.String())
+	}
+	r := run(t, dir, "runs", "list")
+	fields := strings.Fields(strings.Split(r.stdout, "\n")[1])
+	if fields[1] != "interrupted" {
+		t.Fatalf("runs list after SIGINT:\n%s", r.stdout)
+	}
+	fast := scriptedServer(t, "fast.py")
+	r = run(t, dir, "optimize", "--kernel-dir", ".", "--resume", fields[0], "--llm-base-url", fast.BaseURL())
+	if r.code != ExitOK || !strings.Contains(r.stdout, "resumed") {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if fast.Count() == 0 {
+		t.Errorf("the resumed run asked nothing of the new server")
+	}
+	oneLineError(t, run(t, dir, "optimize", "--kernel-dir", ".", "--resume", fields[0]), ExitUsage, "cannot be resumed", "finished")
+}
