@@ -52,7 +52,11 @@ func timingFault(err error) (platform.Verdict, bool) {
 	case errors.As(err, &pe):
 		return rejection(failPhysical, pe.Err.Error()), true
 	case errors.As(err, &re):
-		return rejection(failRecheck, re.Reason), true
+		name := re.Check
+		if name == "" {
+			name = failRecheck
+		}
+		return rejection(name, re.Reason), true
 	case errors.As(err, &te):
 		return rejection(failTimeout, fmt.Sprintf("timing did not finish within %s; the worker was killed", te.After)), true
 	case errors.As(err, &xe):

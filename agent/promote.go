@@ -33,8 +33,14 @@ type Decision struct {
 	// two medians.
 	Paired bool `json:"paired,omitempty"`
 	// Interleaved is true when both were timed A B A B in one request.
-	Interleaved bool   `json:"interleaved"`
-	Reason      string `json:"reason"`
+	Interleaved bool `json:"interleaved"`
+	// Wins is how many interleaved pairs the candidate won, of Pairs, and
+	// SignP the one-sided sign-test probability of winning that many by
+	// chance.
+	Wins   int     `json:"wins,omitempty"`
+	Pairs  int     `json:"pairs,omitempty"`
+	SignP  float64 `json:"sign_p,omitempty"`
+	Reason string  `json:"reason"`
 }
 
 // noiseCV is a timing's coefficient of variation, estimated robustly from
@@ -69,6 +75,42 @@ func pairedRatio(best, cand platform.Timing) (ratio, cv float64, ok bool) {
 	return med, (p80 - p20) / (2 * 0.8416) / med, true
 }
 
+// pairWins counts the interleaved pairs in which the candidate ran faster.
+func pairWins(best, cand platform.Timing) (wins, pairs int) {
+	if len(best.TimesMS) != len(cand.TimesMS) {
+		return 0, 0
+	}
+	for i := range best.TimesMS {
+		if cand.TimesMS[i] < best.TimesMS[i] {
+			wins++
+		}
+	}
+	return wins, len(best.TimesMS)
+}
+
+// signTestP is the probability of k or more wins in n fair coin flips: the
+// one-sided sign test of "the candidate is no faster".
+func signTestP(k, n int) float64 {
+	if n == 0 {
+		return 1
+	}
+	p, c := 0.0, 1.0 // c = C(n, i) / 2^n, built up from i = 0
+	for range n {
+		c /= 2
+	}
+	for i := 0; i <= n; i++ {
+		if i >= k {
+			p += c
+		}
+		c = c * float64(n-i) / float64(i+1)
+	}
+	return min(p, 1)
+}
+
+// signLevel is the sign-test probability below which consistent wins over
+// the interleaved pairs count as beating the noise, whatever its spread.
+const signLevel = 1e-3
+
 // quantile interpolates the q-quantile of sorted xs.
 func quantile(xs []float64, q float64) float64 {
 	pos := q * float64(len(xs)-1)
@@ -96,14 +138,24 @@ func (r promotionRule) decide(best, cand platform.Timing) Decision {
 		// Timed interleaved: each candidate call has a best call beside it,
 		// so the ratio of the pair cancels the noise both saw.
 		d.ImprovementPct, cv, d.Paired = (1-ratio)*100, spread, true
+		d.Wins, d.Pairs = pairWins(best, cand)
+		d.SignP = signTestP(d.Wins, d.Pairs)
 	}
 	d.NoiseCV = cv
 	noise := r.NoiseFactor * cv * 100
 	d.ThresholdPct = max(r.MinPct, noise)
 	d.Promoted = d.ImprovementPct > d.ThresholdPct
+	// Heavy-tailed noise (a shared machine, preemption) can inflate the
+	// spread past any real gain; a candidate that wins nearly every
+	// interleaved pair is faster all the same, if by more than MinPct.
+	consistent := d.Paired && d.ImprovementPct > r.MinPct && d.SignP < signLevel
 	switch {
 	case d.Promoted:
 		d.Reason = fmt.Sprintf("%.1f%% faster, above the %.1f%% threshold", d.ImprovementPct, d.ThresholdPct)
+	case consistent:
+		d.Promoted = true
+		d.Reason = fmt.Sprintf("%.1f%% faster, won %d of %d interleaved pairs (sign test p=%.2g; noise threshold %.1f%%)",
+			d.ImprovementPct, d.Wins, d.Pairs, d.SignP, d.ThresholdPct)
 	case d.ImprovementPct <= 0:
 		d.Reason = fmt.Sprintf("%.1f%% slower than the best", -d.ImprovementPct)
 	case noise >= r.MinPct:

@@ -37,6 +37,12 @@ func TestPromotionRule(t *testing.T) {
 			platform.Timing{MedianMS: 8, P20MS: 4, P80MS: 16, TimesMS: []float64{4, 8, 16, 6.4, 9.6, 24}}, true, "20.0% faster"},
 		{"pairs that disagree are noise", platform.Timing{MedianMS: 10, TimesMS: []float64{10, 10, 10, 10, 10, 10}},
 			platform.Timing{MedianMS: 8, TimesMS: []float64{4, 16, 5, 12, 6, 8}}, false, "within the noise"},
+		{"winning every one of 12 noisy pairs beats the noise", platform.Timing{MedianMS: 10, TimesMS: []float64{10, 40, 10, 90, 10, 10, 60, 10, 10, 10, 200, 10}},
+			platform.Timing{MedianMS: 5, TimesMS: []float64{5, 5, 9, 5, 5, 9.5, 5, 5, 5, 5, 5, 9.8}}, true, "won 12 of 12 interleaved pairs"},
+		{"consistent wins under min_improvement_pct stay out", platform.Timing{MedianMS: 10, TimesMS: []float64{10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}},
+			platform.Timing{MedianMS: 9.95, TimesMS: []float64{9.95, 9.95, 9.95, 9.95, 9.95, 9.95, 9.95, 9.95, 9.95, 9.95, 9.95, 9.95}}, false, "below min_improvement_pct"},
+		{"9 wins of 12 is not enough against wide noise", platform.Timing{MedianMS: 10, TimesMS: []float64{10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}},
+			platform.Timing{MedianMS: 8, TimesMS: []float64{2, 8, 3, 8, 8, 30, 8, 8, 40, 8, 8, 50}}, false, "within the noise"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +51,17 @@ func TestPromotionRule(t *testing.T) {
 				t.Fatalf("promoted %v (%s), want %v (%s)", d.Promoted, d.Reason, tc.promoted, tc.reason)
 			}
 		})
+	}
+}
+
+func TestSignTestP(t *testing.T) {
+	for _, tc := range []struct {
+		k, n int
+		want float64
+	}{{0, 10, 1}, {10, 10, 1.0 / 1024}, {9, 10, 11.0 / 1024}, {3, 4, 5.0 / 16}, {0, 0, 1}} {
+		if got := signTestP(tc.k, tc.n); got < tc.want-1e-12 || got > tc.want+1e-12 {
+			t.Errorf("signTestP(%d, %d) = %g, want %g", tc.k, tc.n, got, tc.want)
+		}
 	}
 }
 

@@ -96,10 +96,8 @@ type Config struct {
 	// Replay serves exchanges recorded in this directory instead of calling a
 	// provider (--llm-replay). No key is needed.
 	Replay string `yaml:"replay" json:"replay,omitempty"`
-	// ReplayMatch is "exact" (default: a request must match a recorded one
-	// byte for byte) or "purpose" (a request with no exact match gets the next
-	// unserved exchange of the same purpose, in recorded order: for replaying
-	// a transcript against prompts whose measured numbers differ run to run).
+	// ReplayMatch is how replayed exchanges are matched to requests: exact
+	// (the default), strict, similar or purpose; see Replayer.
 	ReplayMatch string `yaml:"replay_match" json:"replay_match,omitempty"`
 }
 

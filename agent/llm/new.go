@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -74,13 +76,11 @@ func New(cfg Config, opts ...Option) (Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("new llm client: %w", err)
 		}
-		switch cfg.ReplayMatch {
-		case "", "exact":
-		case "purpose":
-			rp.MatchByPurpose(log)
-		default:
-			return nil, fmt.Errorf("new llm client: replay_match %q: give exact or purpose", cfg.ReplayMatch)
+		if cfg.ReplayMatch != "" && !slices.Contains(MatchRules, cfg.ReplayMatch) {
+			return nil, fmt.Errorf("new llm client: replay_match %q: give one of %s", cfg.ReplayMatch, strings.Join(MatchRules, ", "))
 		}
+		rp.Match = cfg.ReplayMatch
+		rp.SetLogger(log)
 		log.Info("llm replay", "dir", cfg.Replay, "exchanges", rp.Len(), "match", cfg.ReplayMatch)
 		inner = rp
 	} else {

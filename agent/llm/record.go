@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,107 +154,6 @@ func loadExchanges(dir string) ([]Exchange, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// Replayer serves recorded exchanges back by request fingerprint
-// (--llm-replay). Repeats of one request get its recorded replies in order,
-// the last one again once they run out. A request never recorded gets a
-// *ReplayMissError naming its fingerprint and the nearest recorded exchange.
-// It needs no key and no network. Safe for concurrent use.
-type Replayer struct {
-	dir string
-	all []Exchange
-	by  map[string][]Exchange
-
-	mu     sync.Mutex
-	served map[string]int
-
-	// byPurpose, when set, serves a request with no exact match the next
-	// unserved exchange of its purpose (MatchByPurpose).
-	byPurpose map[Purpose][]int
-	used      map[int]bool
-	log       *slog.Logger
-}
-
-// MatchByPurpose makes a request with no exact match get the next exchange
-// of the same purpose not yet served, in recorded order, with a warning in
-// the log. Transcripts replayed on another machine need this: prompts carry
-// measured times. A purpose whose exchanges are all served is still a miss.
-func (r *Replayer) MatchByPurpose(log *slog.Logger) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	order := make([]int, len(r.all))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return r.all[a].Seq - r.all[b].Seq })
-	r.byPurpose = map[Purpose][]int{}
-	for _, i := range order {
-		p := r.all[i].Request.Purpose
-		r.byPurpose[p] = append(r.byPurpose[p], i)
-	}
-	r.used = map[int]bool{}
-	r.log = log
-}
-
-// NewReplayer loads every exchange in dir.
-func NewReplayer(dir string) (*Replayer, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("new replayer: %w", err)
-	}
-	all, err := loadExchanges(dir)
-	if err != nil {
-		return nil, fmt.Errorf("new replayer: %w", err)
-	}
-	r := &Replayer{dir: dir, all: all, by: map[string][]Exchange{}, served: map[string]int{}}
-	for _, e := range all {
-		r.by[e.Fingerprint] = append(r.by[e.Fingerprint], e)
-	}
-	for _, l := range r.by {
-		slices.SortFunc(l, func(a, b Exchange) int { return a.N - b.N })
-	}
-	return r, nil
-}
-
-// Len is the number of exchanges loaded.
-func (r *Replayer) Len() int { return len(r.all) }
-
-// Complete returns the recorded response of req.
-func (r *Replayer) Complete(ctx context.Context, req Request) (Response, error) {
-	if err := ctx.Err(); err != nil {
-		return Response{}, fmt.Errorf("replay llm %s call: %w", req.Purpose, context.Cause(ctx))
-	}
-	fp := Fingerprint(req)
-	list := r.by[fp]
-	if len(list) == 0 {
-		if resp, ok := r.nextOfPurpose(req.Purpose); ok {
-			return resp, nil
-		}
-		return Response{}, &ReplayMissError{Dir: r.dir, Fingerprint: fp, Purpose: req.Purpose, Model: req.Model, Nearest: r.nearest(req)}
-	}
-	r.mu.Lock()
-	i := min(r.served[fp], len(list)-1)
-	r.served[fp]++
-	r.mu.Unlock()
-	return list[i].Response, nil
-}
-
-// nextOfPurpose serves the next unserved exchange of a purpose, when
-// matching by purpose is on.
-func (r *Replayer) nextOfPurpose(p Purpose) (Response, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, i := range r.byPurpose[p] {
-		if r.used[i] {
-			continue
-		}
-		r.used[i] = true
-		if r.log != nil {
-			r.log.Warn("llm replay: no exact match; serving the next recorded exchange of the same purpose", "purpose", p, "file", exchangeFile(r.all[i]))
-		}
-		return r.all[i].Response, true
-	}
-	return Response{}, false
 }
 
 // nearest describes the recorded exchange most like req: same purpose first,

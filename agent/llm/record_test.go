@@ -3,9 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -176,40 +174,5 @@ func TestNoKeyLeaks(t *testing.T) {
 				t.Errorf("%s leaks %s", where, name)
 			}
 		}
-	}
-}
-
-func TestReplayMatchByPurpose(t *testing.T) {
-	dir := t.TempDir()
-	for i, text := range []string{"first kernel", "second kernel"} {
-		e := Exchange{Version: recordVersion, Fingerprint: strings.Repeat(string(rune('a'+i)), 64), N: 1, Seq: i + 1,
-			Request:  Request{Purpose: PurposeOptimize, Messages: []Message{User(fmt.Sprintf("prompt %d: 1.23 ms", i))}},
-			Response: Response{Text: text}}
-		b, _ := json.Marshal(e)
-		if err := os.WriteFile(filepath.Join(dir, exchangeFile(e)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rp, err := NewReplayer(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := Request{Purpose: PurposeOptimize, Messages: []Message{User("prompt 0: 9.87 ms")}}
-	var miss *ReplayMissError
-	if _, err := rp.Complete(context.Background(), other); !errors.As(err, &miss) {
-		t.Fatalf("exact mode served a different prompt: %v", err)
-	}
-	rp.MatchByPurpose(nil)
-	for _, want := range []string{"first kernel", "second kernel"} {
-		resp, err := rp.Complete(context.Background(), other)
-		if err != nil || resp.Text != want {
-			t.Fatalf("got %q, %v; want %q", resp.Text, err, want)
-		}
-	}
-	if _, err := rp.Complete(context.Background(), other); !errors.As(err, &miss) {
-		t.Fatalf("an exhausted purpose must be a miss, got %v", err)
-	}
-	if _, err := rp.Complete(context.Background(), Request{Purpose: PurposeDiagnose}); !errors.As(err, &miss) {
-		t.Fatalf("a purpose never recorded must be a miss, got %v", err)
 	}
 }

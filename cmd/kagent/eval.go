@@ -86,7 +86,7 @@ func runEval(c *cli.Context) error {
 		case errors.As(err, &pe):
 			rep.Verdict = failVerdict(rep.Verdict, "physical_limit", pe.Err.Error())
 		case errors.As(err, &re):
-			rep.Verdict = failVerdict(rep.Verdict, "caching", re.Reason)
+			rep.Verdict = failVerdict(rep.Verdict, re.Check, re.Reason)
 		case err != nil:
 			return err
 		}

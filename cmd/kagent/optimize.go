@@ -44,7 +44,7 @@ func optimizeCommand() *cli.Command {
 			&cli.StringFlag{Name: "resume", Usage: "continue the run `RUN` (an id from kagent runs list) with the configuration it started with"},
 			&cli.StringFlag{Name: "llm-record", Usage: "save every LLM exchange as a JSON file in `DIR`"},
 			&cli.StringFlag{Name: "llm-replay", Usage: "serve LLM replies from a recorded `DIR` instead of calling a model (no key needed)"},
-			&cli.StringFlag{Name: "llm-replay-match", Value: agent.MatchSimilar, Usage: "how replayed replies are matched to prompts: similar (exact, numbers masked, then the closest), strict (exact or numbers masked) or purpose (each purpose's replies in recorded order)"},
+			&cli.StringFlag{Name: "llm-replay-match", Value: llm.MatchSimilar, Usage: "how replayed replies are matched to prompts: similar (exact, numbers masked, then the closest), strict (exact or numbers masked) or purpose (each purpose's replies in recorded order)"},
 			&cli.StringFlag{Name: "events", Usage: "write one JSON line per step to `FILE` (run_started, round_started, candidate_verified, candidate_timed, promoted, round_finished, run_finished)"},
 			&cli.StringFlag{Name: "db", Usage: "run history `FILE` (default: KERNEL_DIR/.kagent/history.db)"},
 		}, configFlags()...),
@@ -123,8 +123,8 @@ func runOptimize(c *cli.Context) error {
 	if c.String("llm-record") != "" && c.String("llm-replay") != "" {
 		return usageError("--llm-record and --llm-replay are exclusive: record a transcript or replay one")
 	}
-	if m := c.String("llm-replay-match"); !slices.Contains(agent.MatchRules, m) {
-		return usageError("--llm-replay-match %q: give %s", m, strings.Join(agent.MatchRules, ", "))
+	if m := c.String("llm-replay-match"); !slices.Contains(llm.MatchRules, m) {
+		return usageError("--llm-replay-match %q: give %s", m, strings.Join(llm.MatchRules, ", "))
 	}
 	var s *runSetup
 	var err error
@@ -275,11 +275,12 @@ func printResult(w io.Writer, res agent.Result) {
 func llmClient(cfg configs.Config, match string, log *slog.Logger) (llm.Client, error) {
 	lc := agent.LLMConfig(cfg)
 	if cfg.LLM.Replay != "" {
-		rp, err := agent.NewReplay(cfg.LLM.Replay, log)
+		rp, err := llm.NewReplayer(cfg.LLM.Replay)
 		if err != nil {
 			return nil, usageError("--llm-replay: %v", err)
 		}
 		rp.Match = match
+		rp.SetLogger(log)
 		return llm.NewMeter(rp, lc.Budget, llm.WithConcurrency(lc.Concurrency)), nil
 	}
 	if !cfg.LLM.Configured() || cfg.Strategy == configs.StrategyTune {

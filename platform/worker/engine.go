@@ -271,7 +271,11 @@ type benchStats struct {
 	Method         string    `json:"method"`
 	Representative *bool     `json:"representative"`
 	Unavailable    string    `json:"unavailable"`
-	Recheck        *struct {
+	// Failure names a check that failed while timing (host_check: work
+	// escaping the timed stream; caching: outputs changed), with Reason.
+	Failure string `json:"failure"`
+	Reason  string `json:"reason"`
+	Recheck *struct {
 		Passed bool   `json:"passed"`
 		Reason string `json:"reason"`
 	} `json:"recheck"`
@@ -286,11 +290,26 @@ func (s benchStats) timing(label string, representative bool) platform.Timing {
 		CV: s.CV, N: s.N, TimesMS: s.TimesMS, Representative: rep, Method: s.Method, Unavailable: s.Unavailable}
 }
 
-// RecheckError: the outputs of the timed calls no longer matched the
-// reference (verification check 7, "caching").
-type RecheckError struct{ Reason string }
+// RecheckError: a check run while timing failed: the outputs of the timed
+// calls no longer matched the reference (check 7, "caching"), or work escaped
+// the timed stream ("host_check"). The candidate is rejected by Check.
+type RecheckError struct {
+	Check  string
+	Reason string
+}
 
-func (e *RecheckError) Error() string { return "caching: " + e.Reason }
+func (e *RecheckError) Error() string { return e.Check + ": " + e.Reason }
+
+// failure returns the check that failed while timing, if any.
+func (s benchStats) failure() error {
+	if s.Failure != "" {
+		return &RecheckError{Check: s.Failure, Reason: s.Reason}
+	}
+	if s.Recheck != nil && !s.Recheck.Passed {
+		return &RecheckError{Check: "caching", Reason: s.Recheck.Reason}
+	}
+	return nil
+}
 
 func (e *Engine) benchRequest(pid string, t platform.Target) benchRequest {
 	return benchRequest{
@@ -310,10 +329,7 @@ func (e *Engine) Time(ctx context.Context, t platform.Target) (platform.Timing, 
 			return fmt.Errorf("time %s: %w", t.Label(), err)
 		}
 		out = s.timing(t.Label(), e.opts.Representative)
-		if s.Recheck != nil && !s.Recheck.Passed {
-			return &RecheckError{Reason: s.Recheck.Reason}
-		}
-		return nil
+		return s.failure()
 	})
 	return out, err
 }
@@ -335,14 +351,22 @@ func (e *Engine) Compare(ctx context.Context, a, b platform.Target) (platform.Ti
 		req := compareRequest{ProblemID: pid, A: e.benchRequest(pid, a), B: e.benchRequest(pid, b),
 			WarmupMS: e.opts.WarmupMS, RepMS: 2 * e.opts.RepMS, FlushBytes: e.opts.FlushBytes, Rotate: true}
 		var r struct {
-			A benchStats `json:"a"`
-			B benchStats `json:"b"`
+			A       benchStats `json:"a"`
+			B       benchStats `json:"b"`
+			Failure string     `json:"failure"`
+			Reason  string     `json:"reason"`
 		}
 		if err := l.Call(ctx, "compare", req, &r, 2*e.opts.BenchTimeout); err != nil {
 			return fmt.Errorf("compare %s with %s: %w", a.Label(), b.Label(), err)
 		}
 		ta, tb = r.A.timing(a.Label(), e.opts.Representative), r.B.timing(b.Label(), e.opts.Representative)
-		return nil
+		if r.Failure != "" {
+			return &RecheckError{Check: r.Failure, Reason: r.Reason}
+		}
+		if err := r.A.failure(); err != nil {
+			return err
+		}
+		return r.B.failure()
 	})
 	return ta, tb, err
 }

@@ -1,23 +1,19 @@
-package agent
+package llm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/kagent-dev/kagent/agent/llm"
 )
 
-// Replay serves the exchanges of a --llm-record folder back, with no key
+// Replayer serves the exchanges of a --llm-record folder back, with no key
 // and no network (--llm-replay). Prompts carry measured times, which differ
-// from run to run, so matching the exact request (llm.Replayer's rule) would
+// from run to run, so matching the exact request (Replayer's rule) would
 // miss on every replay that runs kernels. Replay matches in three steps:
 //
 //  1. the exact request (same fingerprint, whatever model recorded it);
@@ -34,15 +30,13 @@ import (
 // name; ties of step 3 go to the earliest.
 //
 // Repeats of a request get its recorded replies in order. A purpose with no
-// recorded exchange is an *llm.ReplayMissError. Safe for concurrent use.
-type Replay struct {
-	// Match selects the matching rule (default MatchSimilar).
+// recorded exchange is an *ReplayMissError. Safe for concurrent use.
+type Replayer struct {
+	// Match selects the matching rule ("" = MatchExact).
 	Match string
-	// Strict turns off step 3 (the same as Match = MatchStrict).
-	Strict bool
 
 	dir string
-	all []llm.Exchange
+	all []Exchange
 	log *slog.Logger
 
 	mu      sync.Mutex
@@ -52,68 +46,46 @@ type Replay struct {
 
 // Replay matching rules.
 const (
-	MatchSimilar = "similar" // exact, then numbers masked, then the most similar
+	MatchExact   = "exact"   // the exact request only (the default)
 	MatchStrict  = "strict"  // exact, then numbers masked
+	MatchSimilar = "similar" // exact, then numbers masked, then the most similar
 	MatchPurpose = "purpose" // each purpose's exchanges in recorded order
 )
 
 // MatchRules lists the accepted Match values.
-var MatchRules = []string{MatchSimilar, MatchStrict, MatchPurpose}
+var MatchRules = []string{MatchExact, MatchStrict, MatchSimilar, MatchPurpose}
 
-// NewReplay loads every exchange file of dir.
-func NewReplay(dir string, log *slog.Logger) (*Replay, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return nil, fmt.Errorf("load replay %s: %w", dir, err)
-	}
+// NewReplayer loads every exchange file of dir, in recorded order (the
+// exchanges' Seq, then their repeat number and file name).
+func NewReplayer(dir string) (*Replayer, error) {
 	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("load replay: %w", err)
+		return nil, fmt.Errorf("new replayer: %w", err)
 	}
-	slices.Sort(names)
-	r := &Replay{dir: dir, log: log}
-	var seqs []int
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			return nil, fmt.Errorf("load replay: %w", err)
-		}
-		var e struct {
-			llm.Exchange
-			Seq int `json:"seq"`
-		}
-		if err := json.Unmarshal(b, &e); err != nil || e.Fingerprint == "" || len(e.Request.Messages) == 0 {
-			return nil, fmt.Errorf("load replay %s: not a kagent llm record", n)
-		}
-		r.all = append(r.all, e.Exchange)
-		seqs = append(seqs, e.Seq)
+	all, err := loadExchanges(dir)
+	if err != nil {
+		return nil, fmt.Errorf("new replayer: %w", err)
 	}
-	order := make([]int, len(r.all))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		if seqs[a] != seqs[b] {
-			return seqs[a] - seqs[b]
+	slices.SortStableFunc(all, func(a, b Exchange) int {
+		if a.Seq != b.Seq {
+			return a.Seq - b.Seq
 		}
-		return r.all[a].N - r.all[b].N
+		return a.N - b.N
 	})
-	sorted := make([]llm.Exchange, len(order))
-	for i, j := range order {
-		sorted[i] = r.all[j]
+	return &Replayer{dir: dir, all: all, served: make([]int, len(all)), log: slog.New(slog.DiscardHandler)}, nil
+}
+
+// SetLogger sends notes about inexact matches to log.
+func (r *Replayer) SetLogger(log *slog.Logger) {
+	if log != nil {
+		r.log = log
 	}
-	r.all = sorted
-	r.served = make([]int, len(r.all))
-	return r, nil
 }
 
 // Len is the number of exchanges loaded.
-func (r *Replay) Len() int { return len(r.all) }
+func (r *Replayer) Len() int { return len(r.all) }
 
 // Inexact counts the requests served by steps 2 and 3.
-func (r *Replay) Inexact() int {
+func (r *Replayer) Inexact() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.inexact
@@ -121,7 +93,7 @@ func (r *Replay) Inexact() int {
 
 var reNumber = regexp.MustCompile(`[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?`)
 
-func masked(ms []llm.Message) string {
+func masked(ms []Message) string {
 	var b strings.Builder
 	for _, m := range ms {
 		b.WriteString(string(m.Role))
@@ -133,16 +105,16 @@ func masked(ms []llm.Message) string {
 }
 
 // Complete returns the recorded response that matches req.
-func (r *Replay) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+func (r *Replayer) Complete(ctx context.Context, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {
-		return llm.Response{}, fmt.Errorf("replay llm %s call: %w", req.Purpose, context.Cause(ctx))
+		return Response{}, fmt.Errorf("replay llm %s call: %w", req.Purpose, context.Cause(ctx))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	step, i := r.match(req)
 	if i < 0 {
-		return llm.Response{}, &llm.ReplayMissError{Dir: r.dir, Fingerprint: llm.Fingerprint(req), Purpose: req.Purpose, Model: req.Model,
-			Nearest: "no recorded exchange of this purpose matches"}
+		return Response{}, &ReplayMissError{Dir: r.dir, Fingerprint: Fingerprint(req), Purpose: req.Purpose, Model: req.Model,
+			Nearest: r.nearest(req)}
 	}
 	r.served[i]++
 	if step > 1 {
@@ -156,7 +128,7 @@ func (r *Replay) Complete(ctx context.Context, req llm.Request) (llm.Response, e
 }
 
 // match picks the exchange for req and says by which step (-1: none).
-func (r *Replay) match(req llm.Request) (step, index int) {
+func (r *Replayer) match(req Request) (step, index int) {
 	if r.Match == MatchPurpose {
 		var all []int
 		for i, e := range r.all {
@@ -167,6 +139,10 @@ func (r *Replay) match(req llm.Request) (step, index int) {
 		return 3, r.inOrder(all)
 	}
 	var exact, same []int
+	rule := r.Match
+	if rule == "" {
+		rule = MatchExact
+	}
 	want := masked(req.Messages)
 	fps := map[string]string{}
 	for i, e := range r.all {
@@ -177,7 +153,7 @@ func (r *Replay) match(req llm.Request) (step, index int) {
 		if !ok {
 			q := req
 			q.Model = e.Request.Model
-			fp = llm.Fingerprint(q)
+			fp = Fingerprint(q)
 			fps[e.Request.Model] = fp
 		}
 		switch {
@@ -190,10 +166,13 @@ func (r *Replay) match(req llm.Request) (step, index int) {
 	if i := r.inOrder(exact); i >= 0 {
 		return 1, i
 	}
+	if rule == MatchExact {
+		return -1, -1
+	}
 	if i := r.inOrder(same); i >= 0 {
 		return 2, i
 	}
-	if r.Strict || r.Match == MatchStrict {
+	if rule == MatchStrict {
 		return -1, -1
 	}
 	best, bestScore := -1, -1.0
@@ -227,7 +206,7 @@ func (r *Replay) match(req llm.Request) (step, index int) {
 }
 
 // inOrder is the first candidate not served yet, else the last one.
-func (r *Replay) inOrder(cands []int) int {
+func (r *Replayer) inOrder(cands []int) int {
 	for _, i := range cands {
 		if r.served[i] == 0 {
 			return i
@@ -241,7 +220,7 @@ func (r *Replay) inOrder(cands []int) int {
 
 var reCodeBlock = regexp.MustCompile("(?s)```python\n(.*?)\n```")
 
-func codeBlocks(ms []llm.Message) []string {
+func codeBlocks(ms []Message) []string {
 	var out []string
 	for _, m := range ms {
 		for _, sm := range reCodeBlock.FindAllStringSubmatch(m.Content, -1) {
@@ -273,4 +252,4 @@ func jaccard(a, b map[string]bool) float64 {
 }
 
 // Interface guards
-var _ llm.Client = (*Replay)(nil)
+var _ Client = (*Replayer)(nil)
