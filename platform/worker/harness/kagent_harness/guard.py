@@ -18,6 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from .launches import import_triton_parts, triton_module
+
 _MISSING = object()
 
 # (label, getter). Getters run at snapshot and check time; a getter that fails
@@ -65,6 +67,10 @@ class Guard:
     """Snapshot of identities; ``check()`` returns the first difference."""
 
     def __init__(self) -> None:
+        # Triton's watched submodules must be imported before the baseline, or
+        # their lazy import later would look like a replacement.
+        if triton_module() is not None:
+            import_triton_parts()
         self._getters: List[Tuple[str, _Getter, bool]] = []  # (label, getter, by_value)
         self._baseline: Dict[str, Any] = {}
         self._register()

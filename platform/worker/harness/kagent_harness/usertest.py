@@ -31,6 +31,11 @@ def run_user_test(
         shutil.copyfile(problem_path, os.path.join(tmp, "problem.py"))
         shutil.copyfile(test_path, os.path.join(tmp, "test.py"))
         log_path = os.path.join(tmp, "output.log")
+        run_env = dict(env if env is not None else os.environ)
+        # kernel.py and problem.py resolve to the copies (the script's directory
+        # comes first); the problem's own directory serves its sibling imports.
+        extra = os.path.dirname(os.path.abspath(problem_path))
+        run_env["PYTHONPATH"] = os.pathsep.join(p for p in (tmp, extra, run_env.get("PYTHONPATH", "")) if p)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "test.py"],
@@ -38,7 +43,7 @@ def run_user_test(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=env if env is not None else dict(os.environ),
+                env=run_env,
                 start_new_session=True,
                 close_fds=True,
             )

@@ -156,6 +156,15 @@ class _Run:
         for draw in draws:
             results.append(self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}"))
         self.keep.extend(results)
+        # Every earlier output must still hold its result: a kernel that returns
+        # one buffer again and again overwrites what its callers hold.
+        for draw, (_, out) in zip(draws, results):
+            if not compare_outputs(out, draw.ref, self.tol).ok:
+                raise CheckFailure(
+                    F.CACHING,
+                    f"the output of draw {draw.index + 1} changed after later calls: the kernel returns the same "
+                    f"buffer from every call (or keeps writing to it); return a new tensor from each call",
+                )
         tol = self.tol(_first_float_dtype(draws[0].ref))
         rec.ok(
             F.CORRECTNESS,

@@ -213,6 +213,20 @@ class ChecksTest(TempFilesCase):
         result, _ = self.run_verify(cand)
         self.assertFails(result, "caching", "previous result")
 
+    def test_reused_output_buffer(self) -> None:
+        cand = """
+        import torch
+        _out = []
+        def kernel_function(x, y):
+            if not _out:
+                _out.append(torch.empty_like(x))
+            s = x + y
+            _out[0].copy_(s * (s > 0).to(s.dtype))
+            return _out[0]
+        """
+        result, _ = self.run_verify(cand)
+        self.assertFails(result, "caching", "same buffer")
+
     def test_exception_and_oom(self) -> None:
         result, _ = self.run_verify("def kernel_function(x, y):\n    raise KeyError('blk')\n")
         self.assertFails(result, "exception", "KeyError")
