@@ -214,3 +214,65 @@ func TestOptimizeInterruptThenResume(t *testing.T) {
 	}
 	oneLineError(t, run(t, dir, "optimize", "--kernel-dir", ".", "--resume", fields[0]), ExitUsage, "cannot be resumed", "finished")
 }
+
+// TestKeysNeverWritten runs a whole optimization with LLM keys and other
+// secrets in the environment and debug logging on, recording the LLM
+// traffic, and checks that no secret value appears in any file the run
+// wrote (run dir, history database, transcript, events) or in its output.
+func TestKeysNeverWritten(t *testing.T) {
+	dir := cpuKernelDir(t)
+	secrets := map[string]string{
+		"OPENAI_API_KEY":        "sk-kagent-scan-openai-7f3a9c",
+		"ANTHROPIC_API_KEY":     "sk-ant-kagent-scan-41d2",
+		"AWS_SECRET_ACCESS_KEY": "kagent-scan-aws-secret-99",
+		"HF_TOKEN":              "hf_kagentscan0123",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	srv := scriptedServer(t, "fast.py")
+	rec := filepath.Join(t.TempDir(), "transcript")
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	r := run(t, dir, "--log-level", "debug", "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy",
+		"--max-rounds", "1", "--llm-provider", "openai", "--llm-base-url", srv.BaseURL(), "--llm-model", "fake",
+		"--llm-record", rec, "--events", events)
+	if r.code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if srv.Count() == 0 {
+		t.Fatal("the fake LLM was never called")
+	}
+	if reqs := srv.Requests(); !strings.Contains(reqs[0].Authorization, secrets["OPENAI_API_KEY"]) {
+		t.Fatalf("the key was not in use (Authorization %q), so the scan proves nothing", reqs[0].Authorization)
+	}
+	scanned := 0
+	check := func(name string, data []byte) {
+		scanned++
+		for k, v := range secrets {
+			if strings.Contains(string(data), v) {
+				t.Errorf("%s holds the value of %s", name, k)
+			}
+		}
+	}
+	check("stdout", []byte(r.stdout))
+	check("stderr", []byte(r.stderr))
+	for _, root := range []string{dir, rec, events} {
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			check(p, b)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if scanned < 10 {
+		t.Fatalf("only %d files scanned: the run wrote less than expected", scanned)
+	}
+}
