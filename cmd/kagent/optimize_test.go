@@ -233,8 +233,13 @@ func TestKeysNeverWritten(t *testing.T) {
 	srv := scriptedServer(t, "fast.py")
 	rec := filepath.Join(t.TempDir(), "transcript")
 	events := filepath.Join(t.TempDir(), "events.jsonl")
-	r := run(t, dir, "--log-level", "debug", "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy",
-		"--max-rounds", "1", "--llm-provider", "openai", "--llm-base-url", srv.BaseURL(), "--llm-model", "fake",
+	cfg := filepath.Join(t.TempDir(), "ci.yaml")
+	yaml := "strategy: greedy\nmax_rounds: 1\nllm:\n  provider: openai\n  base_url: " + srv.BaseURL() +
+		"\n  model: fake\n  api_key_env: OPENAI_API_KEY\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, dir, "--log-level", "debug", "optimize", "--kernel-dir", ".", "--platform", "cpu", "--config", cfg,
 		"--llm-record", rec, "--events", events)
 	if r.code != ExitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
