@@ -57,8 +57,11 @@ func runProfile(c *cli.Context) error {
 	var specs roofline.Specs
 	if ws, ok := sess.(*worker.Session); ok {
 		specs = ws.Specs
-	} else if specs, err = s.platform.Specs(c.Context); err != nil {
-		return err
+	}
+	if specs.Name == "" {
+		if specs, err = s.platform.Specs(c.Context); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	m, err := sess.Profile(c.Context, cand)
