@@ -5,7 +5,9 @@
 // # Adding a platform
 //
 //  1. Create platform/<name> with a New(cfg Config) (*Platform, error) constructor
-//     that works without the registry.
+//     that works without the registry. A GPU platform that runs candidates on
+//     warm workers describes its vendor stack in a gpu.Stack (platform/gpu) and
+//     forwards Open and Specs to it.
 //  2. In its init(), call platform.Register("<name>", factory).
 //  3. Blank-import it from platform/all.
 //  4. Add it to the conformance test (platform/platformtest) run list; it must pass.

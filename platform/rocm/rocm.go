@@ -12,14 +12,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/gpu"
 	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/profiler/kernels"
 	"github.com/kagent-dev/kagent/profiler/ncu"
 	"github.com/kagent-dev/kagent/profiler/rocprof"
 	"github.com/kagent-dev/kagent/profiler/synthetic"
@@ -29,6 +29,9 @@ import (
 // Name is the registry name.
 const Name = "rocm"
 
+// slotEnv pins a worker, and its rocprofv3 passes, to one GPU.
+const slotEnv = "HIP_VISIBLE_DEVICES"
+
 func init() {
 	platform.Register(Name, func(cfg platform.Config) (platform.Platform, error) { return New(cfg) })
 }
@@ -36,20 +39,41 @@ func init() {
 // Platform is the AMD platform.
 type Platform struct {
 	cfg   platform.Config
-	probe platform.Probe
-	db    *roofline.Database
+	stack gpu.Stack
 }
 
 // New builds the platform; it does not touch the GPU until Open.
 func New(cfg platform.Config) (*Platform, error) {
-	db := roofline.Default()
-	if cfg.SpecsFile != "" {
-		var err error
-		if db, err = db.LoadOverrides(cfg.SpecsFile); err != nil {
-			return nil, err
-		}
+	db, err := gpu.Database(cfg.SpecsFile)
+	if err != nil {
+		return nil, err
 	}
-	return &Platform{cfg: cfg, probe: platform.SystemProbe(), db: db}, nil
+	p := &Platform{cfg: cfg}
+	p.stack = gpu.Stack{
+		Name:    Name,
+		Config:  cfg,
+		DB:      db,
+		Probe:   platform.SystemProbe().HasROCm,
+		Missing: "ROCm not found",
+		Hint:    "run on a machine with an AMD GPU and ROCm installed, or choose another platform with --platform (cuda, cpu, noop)",
+		GPUs:    gpus,
+		SlotEnv: slotEnv,
+		// The handshake's capability is torch's "major.minor", not a gfx
+		// target: the name and CU count resolve the GPU.
+		Device: func(h worker.Hello) roofline.Device {
+			return roofline.Device{Name: h.Device.Name, Units: h.Device.SMCount}
+		},
+		NameTool: []string{"rocminfo"},
+		FirstGPU: func(out string) (roofline.Device, error) {
+			name, target := firstGPU(out)
+			if name == "" {
+				return roofline.Device{}, fmt.Errorf("rocm: rocminfo lists no GPU agent (set gpu_name)")
+			}
+			return roofline.Device{Name: name, Target: target}, nil
+		},
+		Profiler: p.rocprofProfiler,
+	}
+	return p, nil
 }
 
 // Name returns "rocm".
@@ -58,74 +82,36 @@ func (p *Platform) Name() string { return Name }
 // Executes is true: this platform runs kernels.
 func (p *Platform) Executes() bool { return true }
 
-func (p *Platform) available() error {
-	if ok, evidence := p.probe.HasROCm(); !ok {
-		return &platform.UnavailableError{Platform: Name, Missing: fmt.Sprintf("ROCm not found (%s)", evidence),
-			Hint: "run on a machine with an AMD GPU and ROCm installed, or choose another platform with --platform (cuda, cpu, noop)"}
-	}
-	return nil
+// gpus finds the visible AMD GPUs.
+var gpus = gpu.Lister{
+	Env:   []string{"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"},
+	Tool:  []string{"rocminfo"},
+	Parse: gpuAgents,
 }
 
 // GPUs lists the visible GPU ids: HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES)
 // when set, else one id per GPU agent rocminfo lists.
-func GPUs(ctx context.Context) []string {
-	for _, v := range []string{"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"} {
-		if s := strings.TrimSpace(os.Getenv(v)); s != "" {
-			var ids []string
-			for _, id := range strings.Split(s, ",") {
-				if id = strings.TrimSpace(id); id != "" {
-					ids = append(ids, id)
-				}
-			}
-			return ids
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rocminfo").Output()
-	if err != nil {
-		return []string{"0"}
-	}
+func GPUs(ctx context.Context) []string { return gpus.IDs(ctx) }
+
+// gpuAgents numbers the GPU agents in rocminfo's output from 0.
+func gpuAgents(rocminfo string) []string {
 	var ids []string
-	for _, l := range strings.Split(string(out), "\n") {
+	for _, l := range strings.Split(rocminfo, "\n") {
 		if strings.Contains(l, "Device Type:") && strings.Contains(l, "GPU") {
 			ids = append(ids, fmt.Sprint(len(ids)))
 		}
-	}
-	if len(ids) == 0 {
-		return []string{"0"}
 	}
 	return ids
 }
 
 // Open starts one worker per visible GPU and binds them to the task.
 func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Session, error) {
-	if task == nil {
-		return nil, fmt.Errorf("rocm: open: no kernel dir")
-	}
-	if err := p.available(); err != nil {
-		return nil, err
-	}
-	var slots [][]string
-	for _, id := range GPUs(ctx) {
-		slots = append(slots, []string{"HIP_VISIBLE_DEVICES=" + id})
-	}
-	return worker.OpenSession(ctx, task, worker.SessionConfig{
-		Python: p.cfg.Python, Device: "cuda", Slots: slots, Spare: true, Isolate: true,
-		Engine: worker.EngineOptions{
-			VerifyTimeout: p.cfg.VerifyTimeout, BenchTimeout: p.cfg.BenchTimeout,
-			RequireTriton: true, Representative: true, WarmupMS: p.cfg.WarmupMS, RepMS: p.cfg.RepMS,
-		},
-		Specs:    p.specsFor,
-		Profiler: p.rocprofProfiler,
-	})
+	return p.stack.Open(ctx, task)
 }
 
-func (p *Platform) specsFor(h worker.Hello) (roofline.Specs, error) {
-	if p.cfg.GPUName != "" {
-		return p.db.Lookup(p.cfg.GPUName)
-	}
-	return p.db.LookupDevice(roofline.Device{Name: h.Device.Name, Units: h.Device.SMCount})
+// Specs looks up the configured GPU name, else the first GPU rocminfo names.
+func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
+	return p.stack.Specs(ctx)
 }
 
 // rocprofProfiler builds the rocprofv3 profiler of one GPU slot. Every pass
@@ -165,7 +151,7 @@ func (p *Platform) rocprofProfiler(s worker.ProfilerSetup) (platform.Profiler, e
 		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 			return rocprof.Request{}, fmt.Errorf("rocprof: %w", err)
 		}
-		names := ncu.KernelNames(src)
+		names := kernels.Names(src)
 		req := rocprof.Request{ID: c.ID, Wrapper: rocprof.Wrapper{Python: python, Script: path, Env: env, Dir: dir},
 			Filter: rocprof.Filter{Names: names}, Window: rocprof.Window{Last: max(len(names), 1)}, DType: s.Load.DType}
 		if s.Info != nil {
@@ -184,27 +170,6 @@ func (p *Platform) rocprofProfiler(s worker.ProfilerSetup) (platform.Profiler, e
 		return req, nil
 	}
 	return rocprof.New(cfg)
-}
-
-// Specs looks up the configured GPU name, else the first GPU rocminfo names.
-func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
-	if p.cfg.GPUName != "" {
-		return p.db.Lookup(p.cfg.GPUName)
-	}
-	if err := p.available(); err != nil {
-		return roofline.Specs{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "rocminfo").Output()
-	if err != nil {
-		return roofline.Specs{}, fmt.Errorf("rocm: read the GPU name with rocminfo: %w (or set gpu_name)", err)
-	}
-	name, target := firstGPU(string(out))
-	if name == "" {
-		return roofline.Specs{}, fmt.Errorf("rocm: rocminfo lists no GPU agent (set gpu_name)")
-	}
-	return p.db.LookupDevice(roofline.Device{Name: name, Target: target})
 }
 
 // firstGPU returns the marketing name and gfx target of the first GPU agent

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kagent-dev/kagent/internal/proc"
 )
 
 // Options configure one worker process.
@@ -92,7 +94,7 @@ type Worker struct {
 	readErr error       // why lines closed (set before close)
 	done    chan struct{}
 	waitErr error // set before done is closed
-	tail    *tailBuffer
+	tail    *proc.Tail
 	workDir string
 	ownDir  bool
 
@@ -111,7 +113,7 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Worker{opts: o, log: log, lines: make(chan []byte, 1), done: make(chan struct{}), tail: newTailBuffer(stderrTailSize), nextID: 1}
+	w := &Worker{opts: o, log: log, lines: make(chan []byte, 1), done: make(chan struct{}), tail: proc.NewTail(stderrTailSize), nextID: 1}
 	if o.WorkDir == "" {
 		d, err := os.MkdirTemp("", "kagent-worker-")
 		if err != nil {

@@ -57,69 +57,6 @@ func TestFilterNCURegex(t *testing.T) {
 	}
 }
 
-func TestKernelNames(t *testing.T) {
-	tests := []struct {
-		name, src string
-		want      []string
-	}{
-		{"plain", `
-import triton
-import triton.language as tl
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    pass
-
-def kernel_function(x, y):
-    add_kernel[(1,)](x, y, 1, BLOCK=128)
-`, []string{"add_kernel"}},
-		{"autotune over several lines, jit with args, comments", `
-@triton.autotune(
-    configs=[
-        triton.Config({"BLOCK": 1024}, num_warps=4),  # small
-        triton.Config({"BLOCK": 2048}, num_warps=8),
-    ],
-    key=["n"],
-)
-@triton.jit(do_not_specialize=["n"])  # comment with @triton.jit text
-def rmsnorm_fwd(x, y, n, BLOCK: tl.constexpr):
-    pass
-
-@triton.jit
-def _helper(x):  # a device function, inlined
-    return x
-
-@staticmethod
-def not_a_kernel():
-    pass
-`, []string{"rmsnorm_fwd", "_helper"}},
-		{"bare jit import and wrapped function", `
-from triton import jit
-
-@jit
-def k1(x):
-    pass
-
-def _impl(x):
-    pass
-
-k2 = triton.jit(_impl)
-
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        return x
-`, []string{"k1", "_impl"}},
-		{"no kernels", "def kernel_function(x):\n    return x\n", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if d := cmp.Diff(tt.want, KernelNames(tt.src)); d != "" {
-				t.Errorf("KernelNames (-want +got):\n%s", d)
-			}
-		})
-	}
-}
-
 func TestCommandArgs(t *testing.T) {
 	tests := []struct {
 		name string

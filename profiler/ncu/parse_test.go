@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/kagent-dev/kagent/profiler/kernels"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
@@ -294,7 +295,7 @@ func TestTritonTwoKernelCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := Filter{Names: KernelNames(string(src))}
+	f := Filter{Names: kernels.Names(string(src))}
 	if d := cmp.Diff([]string{"sumsq_kernel", "scale_kernel"}, f.Names); d != "" {
 		t.Fatalf("kernel names (-want +got):\n%s", d)
 	}

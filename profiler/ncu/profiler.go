@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/profiler/kernels"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
@@ -123,13 +124,13 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 	if err != nil {
 		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
 	}
-	scriptPath := filepath.Join(dir, fmt.Sprintf("ncu_wrapper_%s_%d.py", safeName(c.ID), p.seq.Add(1)))
+	scriptPath := filepath.Join(dir, fmt.Sprintf("ncu_wrapper_%s_%d.py", kernels.FileName(c.ID), p.seq.Add(1)))
 	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
 		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
 	}
 	defer os.Remove(scriptPath)
 
-	filter := Filter{Names: KernelNames(c.Source)}
+	filter := Filter{Names: kernels.Names(c.Source)}
 	var warnings []string
 	if len(filter.Names) == 0 {
 		warnings = append(warnings, "no @triton.jit function found in the candidate: metrics cover every non-helper kernel of the call")
@@ -185,20 +186,6 @@ func kernelNames(ls []Launch) []string {
 		}
 	}
 	return out
-}
-
-// safeName keeps letters, digits, '-' and '_' of an ID for a file name.
-func safeName(id string) string {
-	b := []byte(id)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	if len(b) == 0 {
-		return "candidate"
-	}
-	return string(b)
 }
 
 // Interface guards.

@@ -4,21 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/kagent-dev/kagent/internal/proc"
 )
 
 // Defaults of a Runner.
 const (
 	DefaultTimeout   = 5 * time.Minute
-	DefaultKillGrace = 2 * time.Second
+	DefaultKillGrace = proc.DefaultKillGrace
 	// tailBytes is how much of ncu's and the program's output an error keeps.
 	tailBytes = 16 << 10
 )
@@ -88,72 +88,37 @@ func (r *Runner) Run(ctx context.Context, run Run) (*Report, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	tail := &tailWriter{max: tailBytes}
-	cmd := exec.CommandContext(runCtx, bin, args...)
-	cmd.Dir = run.Dir
-	cmd.Env = append(os.Environ(), r.Env...)
+	env := r.Env
 	if run.GPU != "" {
-		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+run.GPU)
+		env = append(append([]string(nil), env...), "CUDA_VISIBLE_DEVICES="+run.GPU)
 	}
-	cmd.Stdout, cmd.Stderr = tail, tail
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	grace := r.KillGrace
-	if grace <= 0 {
-		grace = DefaultKillGrace
-	}
-	var killTimer *time.Timer
-	var timerMu sync.Mutex
-	cmd.Cancel = func() error {
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		timerMu.Lock()
-		killTimer = time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-		timerMu.Unlock()
-		return nil
-	}
-	// If ncu's children keep the output pipes open after the group is
-	// signalled, Wait gives up on them after this long.
-	cmd.WaitDelay = grace + time.Second
-
 	r.logger().Debug("ncu start", "bin", bin, "args", args, "gpu", run.GPU)
 	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		// Reap anything the group left behind (the program ncu started).
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	timerMu.Lock()
-	if killTimer != nil {
-		killTimer.Stop()
-	}
-	timerMu.Unlock()
-	r.logger().Debug("ncu done", "elapsed", time.Since(start), "err", runErr)
+	res, ctxErr := proc.Run(ctx, proc.Command{
+		Path: bin, Args: args, Dir: run.Dir, Env: env,
+		Timeout: timeout, KillGrace: r.KillGrace, TailBytes: tailBytes,
+	})
+	r.logger().Debug("ncu done", "elapsed", time.Since(start), "err", res.Err)
 
 	logData, _ := os.ReadFile(logPath)
 	defer os.Remove(logPath)
-	output := string(logData) + "\n" + tail.String()
-	exit := -1
-	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
-		exit = cmd.ProcessState.ExitCode()
-	}
+	output := string(logData) + "\n" + res.Output
+	exit := res.ExitCode
 	fail := func(sentinel error, detail string) error {
-		return &RunError{Err: sentinel, ExitCode: exit, Detail: detail, Tail: lastLines(output, 40)}
+		return &RunError{Err: sentinel, ExitCode: exit, Detail: detail, Tail: proc.LastLines(output, 40, isCSVRow)}
 	}
 
 	// The context first: a killed ncu also exits non-zero.
-	if runCtx.Err() != nil && runErr != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("profile with ncu: %w", ctx.Err())
-		}
+	if ctxErr != nil {
+		return nil, fmt.Errorf("profile with ncu: %w", ctxErr)
+	}
+	if res.TimedOut {
 		return nil, fail(ErrTimeout, fmt.Sprintf("killed after %s", timeout))
 	}
-	if msg := classify(output, runErr != nil); msg.err != nil {
+	if msg := classify(output, res.Err != nil); msg.err != nil {
 		return nil, fail(msg.err, msg.detail)
 	}
-	if runErr != nil {
+	if res.Err != nil {
 		detail := setupFailure(output)
 		if detail == "" {
 			detail = firstError(output)
@@ -254,46 +219,9 @@ func firstError(output string) string {
 	return ""
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	var keep []string
-	for _, l := range lines {
-		// The CSV rows are long and already parsed; keep the messages.
-		if strings.HasPrefix(l, `"`) {
-			continue
-		}
-		keep = append(keep, l)
-	}
-	if len(keep) > n {
-		keep = keep[len(keep)-n:]
-	}
-	return strings.Join(keep, "\n")
-}
-
-// tailWriter keeps the last max bytes written to it.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-var _ io.Writer = (*tailWriter)(nil)
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
+// isCSVRow reports a row of ncu's CSV log: long, and already parsed, so
+// error tails keep only the messages.
+func isCSVRow(line string) bool { return strings.HasPrefix(line, `"`) }
 
 // gpuLocks holds one semaphore (a 1-buffered channel) per GPU key.
 var gpuLocks sync.Map

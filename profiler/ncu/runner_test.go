@@ -5,12 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kagent-dev/kagent/internal/proc/proctest"
 	"github.com/kagent-dev/kagent/platform"
 )
 
@@ -118,21 +117,6 @@ func TestRunnerNotFound(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid has exited (absent, or a zombie waiting
-// for its parent).
-func processGone(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) != nil
-	}
-	// The state follows the parenthesised command name.
-	s := string(data)
-	if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
-	}
-	return false
-}
-
 func TestRunnerTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
@@ -142,21 +126,9 @@ func TestRunnerTimeoutKillsGroup(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
 	}
-	data, rerr := os.ReadFile(pidFile)
-	if rerr != nil {
-		t.Fatalf("child pid not recorded: %v", rerr)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 	// The grandchild (sleep 300) was in ncu's process group: it is killed
 	// too. Signals are asynchronous, so allow it a moment to die.
-	deadline := time.Now().Add(10 * time.Second)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("child %d survived the group kill", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.WaitGone(t, proctest.ReadPID(t, pidFile))
 }
 
 func TestRunnerParentCancel(t *testing.T) {

@@ -4,18 +4,18 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/kagent-dev/kagent/profiler/kernels"
 )
 
-// Filter selects the dispatches that belong to the candidate. Triton
-// kernels appear in rocprofv3 under their Python function name, a bare
-// identifier ("rmsnorm_fwd"); PyTorch and runtime kernels carry C++
-// decoration ("void at::native::vectorized_elementwise_kernel<4, ...>(...)")
-// or runtime prefixes ("__amd_rocclr_fillBufferAligned", hipBLASLt "Cijk_...").
+// Filter selects the dispatches that belong to the candidate: its own
+// Triton kernels, which rocprofv3 shows under their Python function names,
+// not the PyTorch, runtime and library kernels around them (IsHelper).
 type Filter struct {
-	// Names are the candidate's @triton.jit function names. A dispatch
-	// matches when its kernel name is one of them, optionally followed by
-	// the signature suffix older Triton versions appended ("_0d1d2de") and
-	// a ".kd" symbol suffix.
+	// Names are the candidate's @triton.jit function names (kernels.Names).
+	// A dispatch matches when its kernel is one of them, optionally with the
+	// signature suffix older Triton versions appended and a ".kd" symbol
+	// suffix (kernels.Pattern).
 	Names []string
 	// Regex, when set, must also match the kernel name (RE2 syntax; it is
 	// also passed to rocprofv3's --kernel-include-regex when Names is empty,
@@ -31,7 +31,7 @@ func (f Filter) Match(kernel string) bool {
 		return false
 	}
 	if len(f.Names) > 0 {
-		return namePattern(f.Names).MatchString(kernel)
+		return kernels.Pattern(f.Names, symbolSuffix).MatchString(kernel)
 	}
 	return !IsHelper(kernel)
 }
@@ -41,11 +41,7 @@ func (f Filter) Match(kernel string) bool {
 // preselection that may let extra kernels through; Match decides.
 func (f Filter) IncludeRegex() string {
 	if len(f.Names) > 0 {
-		quoted := make([]string, 0, len(f.Names))
-		for _, n := range f.Names {
-			quoted = append(quoted, regexp.QuoteMeta(n))
-		}
-		return "(" + strings.Join(quoted, "|") + ")"
+		return kernels.Alternation(f.Names)
 	}
 	if f.Regex != nil {
 		return f.Regex.String()
@@ -63,19 +59,14 @@ func (f Filter) String() string {
 	return "every non-helper kernel"
 }
 
-// namePattern anchors the names: ^(a|b)(_[0-9][0-9a-z]*)?(\.kd)?$.
-func namePattern(names []string) *regexp.Regexp {
-	quoted := make([]string, 0, len(names))
-	for _, n := range names {
-		quoted = append(quoted, regexp.QuoteMeta(n))
-	}
-	return regexp.MustCompile(`^(` + strings.Join(quoted, "|") + `)(_[0-9][0-9a-z]*)?(\.kd)?$`)
-}
+// symbolSuffix is what rocprofv3 may append to a kernel's name: the
+// code-object symbol's ".kd".
+const symbolSuffix = `(\.kd)?`
 
 var (
-	// decoratedPattern matches C++ kernels (PyTorch, rocBLAS, composable
-	// kernel) and runtime or library kernels by prefix.
-	decoratedPattern = regexp.MustCompile(`::|<|\(|^void |^__amd_rocclr_|^Cijk_|^ck_|^hipblaslt|^rocblas`)
+	// libraryPattern matches runtime and library kernels by prefix
+	// (ROCclr's fills and copies, hipBLASLt, composable kernel, rocBLAS).
+	libraryPattern = regexp.MustCompile(`^__amd_rocclr_|^Cijk_|^ck_|^hipblaslt|^rocblas`)
 	// helperWords are PyTorch helper kernels that need no decoration to be
 	// recognised (elementwise, fill, copy).
 	helperWords = []string{"elementwise_kernel", "fill", "copy"}
@@ -88,7 +79,7 @@ var (
 // Triton kernel whose own name contains "fill" or "copy" must be named in
 // Filter.Names to be kept.
 func IsHelper(kernel string) bool {
-	if decoratedPattern.MatchString(kernel) {
+	if kernels.IsDecorated(kernel) || libraryPattern.MatchString(kernel) {
 		return true
 	}
 	low := strings.ToLower(kernel)

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/profiler/kernels"
 	"github.com/kagent-dev/kagent/profiler/synthetic"
 	"github.com/kagent-dev/kagent/roofline"
 )
@@ -231,7 +232,7 @@ func (p *Profiler) Run(ctx context.Context, req Request) (roofline.Metrics, erro
 	if base == "" {
 		base = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(base, "rocprof-"+safeName(req.ID)+"-")
+	dir, err := os.MkdirTemp(base, "rocprof-"+kernels.FileName(req.ID)+"-")
 	if err != nil {
 		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", req.ID, err)
 	}
@@ -388,20 +389,6 @@ func (p *Profiler) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return p.cfg.Logger
-}
-
-// safeName keeps letters, digits, '-' and '_' of an ID for a file name.
-func safeName(id string) string {
-	b := []byte(id)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	if len(b) == 0 {
-		return "candidate"
-	}
-	return string(b)
 }
 
 // Interface guards.

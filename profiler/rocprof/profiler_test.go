@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kagent-dev/kagent/internal/proc/proctest"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/profiler/synthetic"
 	"github.com/kagent-dev/kagent/roofline"
@@ -471,7 +472,10 @@ func assertGroupGone(t *testing.T, pidsFile string) {
 	child, _ := strconv.Atoi(fields[1])
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		live := liveInGroup(t, pgid)
+		live, err := proctest.LiveInGroup(pgid)
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
 		if len(live) == 0 {
 			break
 		}
@@ -481,51 +485,8 @@ func assertGroupGone(t *testing.T, pidsFile string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, pid := range []int{pgid, child} {
-		if state := procState(pid); state != "" && state != "Z" {
+		if state := proctest.State(pid); state != "" && state != "Z" {
 			t.Errorf("pid %d is still alive (state %s)", pid, state)
 		}
 	}
-}
-
-// liveInGroup lists the pids of non-zombie processes in group pgid.
-func liveInGroup(t *testing.T, pgid int) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	var live []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces.
-		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
-		f := strings.Fields(rest)
-		if len(f) < 3 {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid && f[0] != "Z" {
-			live = append(live, pid)
-		}
-	}
-	return live
-}
-
-// procState is the state letter of a process, "" when it does not exist.
-func procState(pid int) string {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -13,16 +12,17 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kagent-dev/kagent/internal/proc"
 )
 
 // Defaults of a Runner and a Profiler.
 const (
 	DefaultBin         = "rocprofv3"
 	DefaultPassTimeout = 120 * time.Second
-	DefaultKillGrace   = 2 * time.Second
+	DefaultKillGrace   = proc.DefaultKillGrace
 	// tailBytes is how much of a pass's output an error keeps.
 	tailBytes = 16 << 10
 	// tailLines is how many lines of it an error shows.
@@ -115,62 +115,24 @@ func (r *Runner) Run(ctx context.Context, p Pass, timeout time.Duration, outDir,
 	}
 	args := p.Args(outDir, includeRegex, w.Program())
 
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tail := &tailWriter{max: tailBytes}
-	cmd := exec.CommandContext(runCtx, bin, args...)
-	cmd.Dir = w.Dir
-	cmd.Env = append(os.Environ(), w.Env...)
-	cmd.Stdout, cmd.Stderr = tail, tail
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	grace := r.KillGrace
-	if grace <= 0 {
-		grace = DefaultKillGrace
-	}
-	var (
-		timerMu   sync.Mutex
-		killTimer *time.Timer
-	)
-	cmd.Cancel = func() error {
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		timerMu.Lock()
-		killTimer = time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-		timerMu.Unlock()
-		return nil
-	}
-	// Children that keep the output pipes open after the group was
-	// signalled do not hold Wait beyond this.
-	cmd.WaitDelay = grace + time.Second
-
 	r.logger().Debug("rocprofv3 pass start", "pass", p.Name, "bin", bin, "args", args, "timeout", timeout)
 	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever the group left behind (the profiled program, its
-		// children) goes too.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	timerMu.Lock()
-	if killTimer != nil {
-		killTimer.Stop()
-	}
-	timerMu.Unlock()
-	r.logger().Debug("rocprofv3 pass done", "pass", p.Name, "elapsed", time.Since(start), "err", runErr)
+	res, ctxErr := proc.Run(ctx, proc.Command{
+		Path: bin, Args: args, Dir: w.Dir, Env: w.Env,
+		Timeout: timeout, KillGrace: r.KillGrace, TailBytes: tailBytes,
+	})
+	r.logger().Debug("rocprofv3 pass done", "pass", p.Name, "elapsed", time.Since(start), "err", res.Err)
 
-	output := tail.String()
-	exit := -1
-	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
-		exit = cmd.ProcessState.ExitCode()
-	}
+	output := res.Output
+	exit := res.ExitCode
 	fail := func(sentinel error, detail string) *PassError {
-		return &PassError{Pass: p.Name, Err: sentinel, ExitCode: exit, Detail: detail, Tail: lastLines(output, tailLines)}
+		return &PassError{Pass: p.Name, Err: sentinel, ExitCode: exit, Detail: detail, Tail: proc.LastLines(output, tailLines, nil)}
 	}
 	// The context first: a killed rocprofv3 also exits non-zero.
-	if runErr != nil && runCtx.Err() != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("run rocprofv3 %s pass: %w", p.Name, ctx.Err())
-		}
+	if ctxErr != nil {
+		return nil, fmt.Errorf("run rocprofv3 %s pass: %w", p.Name, ctxErr)
+	}
+	if res.TimedOut {
 		pe := fail(ErrTimeout, "")
 		pe.Timeout = timeout
 		return nil, pe
@@ -178,15 +140,15 @@ func (r *Runner) Run(ctx context.Context, p Pass, timeout time.Duration, outDir,
 	if detail, sentinel := classify(output); sentinel != nil {
 		return nil, fail(sentinel, detail)
 	}
-	if runErr != nil {
+	if res.Err != nil {
 		var ee *exec.ExitError
 		detail := errorLine(output)
-		if errors.As(runErr, &ee) {
+		if errors.As(res.Err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				detail = strings.TrimPrefix(detail+"; ", "; ") + "killed by signal " + ws.Signal().String()
 			}
 		} else {
-			detail = runErr.Error()
+			detail = res.Err.Error()
 		}
 		return nil, fail(ErrExit, detail)
 	}
@@ -194,7 +156,7 @@ func (r *Runner) Run(ctx context.Context, p Pass, timeout time.Duration, outDir,
 	if err != nil {
 		var pe *PassError
 		if errors.As(err, &pe) {
-			pe.ExitCode, pe.Tail = exit, lastLines(output, tailLines)
+			pe.ExitCode, pe.Tail = exit, proc.LastLines(output, tailLines, nil)
 		}
 		return nil, err
 	}
@@ -349,14 +311,6 @@ func clip(s string) string {
 	return s
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 func firstN(ss []string, n int) []string {
 	if len(ss) > n {
 		return append(ss[:n:n], fmt.Sprintf("%d more", len(ss)-n))
@@ -371,29 +325,3 @@ func baseNames(paths []string) []string {
 	}
 	return out
 }
-
-// tailWriter keeps the last max bytes written to it.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-// Interface guards.
-var _ io.Writer = (*tailWriter)(nil)

@@ -128,15 +128,3 @@ func TestErrorLine(t *testing.T) {
 		}
 	}
 }
-
-func TestTailWriterKeepsTheEnd(t *testing.T) {
-	w := &tailWriter{max: 8}
-	for _, s := range []string{"0123", "4567", "89ab"} {
-		if _, err := w.Write([]byte(s)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := w.String(); got != "456789ab" {
-		t.Errorf("tail %q", got)
-	}
-}
