@@ -85,6 +85,14 @@ func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Ses
 	return p.stack.Open(ctx, task)
 }
 
+// Slots lists the visible GPUs, for sweeps that run one problem per GPU.
+func (p *Platform) Slots(ctx context.Context) []string { return p.stack.Slots(ctx) }
+
+// OpenSlot binds workers on one GPU to the task.
+func (p *Platform) OpenSlot(ctx context.Context, task *kerneldir.Task, id string) (platform.Session, error) {
+	return p.stack.OpenSlot(ctx, task, id)
+}
+
 // Specs returns the configured GPU, else the first GPU nvidia-smi names.
 func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
 	return p.stack.Specs(ctx)

@@ -68,6 +68,18 @@ func (s *Stack) Available() error {
 
 // Open starts one worker per visible GPU and binds them to the task.
 func (s *Stack) Open(ctx context.Context, task *kerneldir.Task) (platform.Session, error) {
+	return s.openIDs(ctx, task, s.GPUs.IDs(ctx))
+}
+
+// Slots lists the visible GPU ids (for sweeps that run one problem per GPU).
+func (s *Stack) Slots(ctx context.Context) []string { return s.GPUs.IDs(ctx) }
+
+// OpenSlot starts workers on one GPU only and binds them to the task.
+func (s *Stack) OpenSlot(ctx context.Context, task *kerneldir.Task, id string) (platform.Session, error) {
+	return s.openIDs(ctx, task, []string{id})
+}
+
+func (s *Stack) openIDs(ctx context.Context, task *kerneldir.Task, ids []string) (platform.Session, error) {
 	if task == nil {
 		return nil, fmt.Errorf("%s: open: no kernel dir", s.Name)
 	}
@@ -75,7 +87,7 @@ func (s *Stack) Open(ctx context.Context, task *kerneldir.Task) (platform.Sessio
 		return nil, err
 	}
 	var slots [][]string
-	for _, id := range s.GPUs.IDs(ctx) {
+	for _, id := range ids {
 		slots = append(slots, []string{s.SlotEnv + "=" + id})
 	}
 	return worker.OpenSession(ctx, task, worker.SessionConfig{
