@@ -1,0 +1,175 @@
+package sweep
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// KernelBench-compatible exports (kernelbench.md §2 "JSON formats"), so that
+// KernelBench's own analysis scripts read a kagent sweep:
+//
+//	eval_results.json   {"19": [{"sample_id": 0, "compiled", "correctness",
+//	                    "metadata": {...}, "runtime": mean ms (-1 when not
+//	                    correct), "runtime_stats": {mean, std, min, max,
+//	                    num_trials, hardware, device}}], ...}
+//	baseline_time_torch.json, baseline_time_torch_compile_inductor_default.json
+//	                    {"level1": {"19_ReLU.py": {mean, std, min, max,
+//	                    num_trials, hardware, device}}} in ms, as measured by
+//	                    the sweep on its own machine
+//	fast_p.json         per baseline, the analysis record of
+//	                    benchmark_eval_analysis.py: {run_name, level, hardware,
+//	                    total_count, total_eval, compiled_count, correct_count,
+//	                    compilation_rate, correctness_rate, geo_mean_speedup,
+//	                    fast_p: {"0.0": ..., "2.0": ...}}
+//
+// KernelBench's runtime is the mean; kagent's speedups (and fast_p here) use
+// medians, which noise moves less.
+
+type kbStats struct {
+	Mean      float64 `json:"mean"`
+	Std       float64 `json:"std"`
+	Min       float64 `json:"min"`
+	Max       float64 `json:"max"`
+	NumTrials int     `json:"num_trials"`
+	Hardware  string  `json:"hardware"`
+	Device    string  `json:"device"`
+}
+
+type kbEval struct {
+	SampleID     int            `json:"sample_id"`
+	Compiled     bool           `json:"compiled"`
+	Correctness  bool           `json:"correctness"`
+	Metadata     map[string]any `json:"metadata"`
+	Runtime      float64        `json:"runtime"`
+	RuntimeStats *kbStats       `json:"runtime_stats,omitempty"`
+}
+
+type kbAnalysis struct {
+	RunName         string             `json:"run_name"`
+	Level           int                `json:"level"`
+	Hardware        string             `json:"hardware"`
+	Baseline        string             `json:"baseline"`
+	TotalCount      int                `json:"total_count"`
+	TotalEval       int                `json:"total_eval"`
+	CompiledCount   int                `json:"compiled_count"`
+	CorrectCount    int                `json:"correct_count"`
+	CompilationRate float64            `json:"compilation_rate"`
+	CorrectnessRate float64            `json:"correctness_rate"`
+	GeoMeanSpeedup  float64            `json:"geo_mean_speedup"`
+	FastP           map[string]float64 `json:"fast_p"`
+}
+
+// KernelBench's baseline names.
+const (
+	baselineEager   = "baseline_time_torch"
+	baselineCompile = "baseline_time_torch_compile_inductor_default"
+)
+
+func stats(t *Timing, r ProblemResult) *kbStats {
+	if t == nil {
+		return nil
+	}
+	s := &kbStats{Mean: t.MeanMS, Std: t.StdMS, Min: t.MinMS, Max: t.MaxMS, NumTrials: t.N, Hardware: r.Device, Device: r.Platform}
+	if s.Min == 0 {
+		s.Min = t.MedianMS
+	}
+	if s.Max == 0 {
+		s.Max = t.MedianMS
+	}
+	return s
+}
+
+// writeKernelBench writes the KernelBench-compatible files into dir.
+func writeKernelBench(dir string, m Manifest, results []ProblemResult) error {
+	v := newView(m, results)
+	evals := map[string][]kbEval{}
+	eagerBase, compileBase := map[string]*kbStats{}, map[string]*kbStats{}
+	hardware := ""
+	for _, p := range m.Problems {
+		r, ok := v.by[p.ID]
+		if !ok {
+			continue // KernelBench counts a missing problem as incorrect
+		}
+		if hardware == "" {
+			hardware = r.Device
+		}
+		e := kbEval{Compiled: r.Compiled, Correctness: r.Correct, Runtime: -1,
+			Metadata: map[string]any{"hardware": r.Device, "device": r.Platform, "kagent_status": string(r.Status)}}
+		if r.Correct && r.Kernel != nil {
+			e.Runtime, e.RuntimeStats = r.Kernel.MeanMS, stats(r.Kernel, r)
+		}
+		if !r.Correct {
+			key := "correctness_issue"
+			if r.Status == StatusError {
+				key = "runtime_error"
+			} else if !r.Compiled {
+				key = "compilation_error"
+			}
+			e.Metadata[key] = failureReason(r)
+		}
+		evals[strconv.Itoa(p.ID)] = []kbEval{e}
+		if s := stats(r.Eager, r); s != nil {
+			eagerBase[p.File] = s
+		}
+		if s := stats(r.Compile, r); s != nil {
+			compileBase[p.File] = s
+		}
+	}
+	level := fmt.Sprintf("level%d", m.Level)
+	analysis := map[string]kbAnalysis{}
+	for _, b := range []struct {
+		name    string
+		compile bool
+	}{{baselineEager, false}, {baselineCompile, true}} {
+		outs := v.outcomes(b.compile)
+		a := kbAnalysis{RunName: filepath.Base(dir), Level: m.Level, Hardware: hardware, Baseline: b.name,
+			TotalCount: len(m.Problems), TotalEval: len(v.by), FastP: map[string]float64{}}
+		for _, r := range v.by {
+			if r.Compiled {
+				a.CompiledCount++
+			}
+			if r.Correct {
+				a.CorrectCount++
+			}
+		}
+		if a.TotalCount > 0 {
+			a.CompilationRate = float64(a.CompiledCount) / float64(a.TotalCount)
+			a.CorrectnessRate = float64(a.CorrectCount) / float64(a.TotalCount)
+		}
+		a.GeoMeanSpeedup, _ = GeoMean(outs)
+		for _, p := range Ps {
+			a.FastP[strconv.FormatFloat(p, 'f', 1, 64)] = FastP(outs, p)
+		}
+		analysis[b.name] = a
+	}
+	for name, val := range map[string]any{
+		EvalResultsFile:     evals,
+		BaselineEagerFile:   map[string]any{level: eagerBase},
+		BaselineCompileFile: map[string]any{level: compileBase},
+		FastPFile:           analysis,
+	} {
+		if err := writeJSON(filepath.Join(dir, name), val); err != nil {
+			return fmt.Errorf("write kernelbench files: %w", err)
+		}
+	}
+	return nil
+}
+
+// WriteReport writes the report (report.md, fast_p.svg) and the
+// KernelBench-compatible files of a sweep into dir. now is the report's
+// timestamp.
+func WriteReport(dir string, m Manifest, results []ProblemResult, now time.Time) error {
+	svg, err := Plot(m, results)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, PlotFile), svg); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := writeFile(filepath.Join(dir, ReportFile), Markdown(m, results, now)); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return writeKernelBench(dir, m, results)
+}

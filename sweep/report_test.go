@@ -1,0 +1,94 @@
+package sweep
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// goldenManifest is the manifest of the test problems (level 1, all).
+func goldenManifest(t testing.TB) Manifest {
+	t.Helper()
+	_, ps, err := FindProblems(testSource, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Manifest{Format: FormatManifest, Source: "testdata/kernelbench", Level: 1, Selection: "all", Strategy: "greedy", Problems: ps}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, got)
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	m := goldenManifest(t)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var rs []ProblemResult
+	for id := 1; id <= 5; id++ { // problem 6 has no result
+		r := fixedResult(id)
+		r.ID, r.Name, r.File, r.Level = id, m.Problems[id-1].Name, m.Problems[id-1].File, 1
+		r.fillSpeedups()
+		rs = append(rs, r)
+	}
+	rs[1].Status, rs[1].Error = StatusError, "worker exited: signal: killed"
+	rs[1].Correct, rs[1].Kernel = false, nil
+	rs[1].fillSpeedups()
+	golden(t, "report.golden.md", Markdown(m, rs, now))
+}
+
+// TestMarkdownNothingCorrect: no correct problem and no baselines: fast_p
+// is n/a where nothing was timed and 0 elsewhere; nothing divides by zero.
+func TestMarkdownNothingCorrect(t *testing.T) {
+	m := goldenManifest(t)
+	var rs []ProblemResult
+	for _, p := range m.Problems {
+		rs = append(rs, ProblemResult{ID: p.ID, Name: p.Name, File: p.File, Level: 1, Status: StatusFailed,
+			Error: "generate: all 4 seeds failed", Origin: OriginGenerated})
+	}
+	rs[0].Eager = &Timing{MedianMS: 1, MeanMS: 1, N: 10}
+	rs[0].CompileUnavailable = "torch.compile is not available"
+	md := string(Markdown(m, rs, time.Time{}))
+	for _, want := range []string{"| 0 | 0.000 (0/6) | n/a |", "6 selected, 0 correct, 6 failed",
+		"n/a (no correct problem) vs PyTorch eager, n/a (torch.compile is not available) vs torch.compile"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
+		t.Errorf("report holds NaN or Inf:\n%s", md)
+	}
+	if _, err := Plot(m, rs); err != nil {
+		t.Errorf("plot: %v", err)
+	}
+	if _, err := Plot(m, nil); err != nil {
+		t.Errorf("plot of nothing: %v", err)
+	}
+}
+
+func writeTestFile(t testing.TB, dir, name string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("# "+name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
