@@ -30,6 +30,7 @@ type slot struct {
 	spareErr error
 	starting bool
 	restarts int
+	served   int // leases handed out
 }
 
 // NewPool starts one worker per option set (one per GPU), in parallel, and
@@ -122,6 +123,7 @@ func (p *Pool) Acquire(ctx context.Context) (*Lease, error) {
 			return nil, err
 		}
 	}
+	s.served++
 	return &Lease{pool: p, slot: s, Worker: s.w}, nil
 }
 
@@ -149,6 +151,10 @@ func (p *Pool) replace(ctx context.Context, s *slot) error {
 	}
 	return nil
 }
+
+// Served counts the leases slot i has handed out (requests it served).
+// Read it when no lease is out.
+func (p *Pool) Served(i int) int { return p.slots[i].served }
 
 // Restarts counts how often slot i's worker was replaced.
 func (p *Pool) Restarts(i int) int { return p.slots[i].restarts }
