@@ -25,6 +25,8 @@ func newApp() *cli.App {
 		},
 		Commands: []*cli.Command{
 			optimizeCommand(),
+			generateCommand(),
+			sweepCommand(),
 			runsCommand(),
 			evalCommand(),
 			profileCommand(),
