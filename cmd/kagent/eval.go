@@ -47,18 +47,7 @@ func runEval(c *cli.Context) error {
 	if against != "eager" && against != "compile" {
 		return usageError("--against %q: give eager or compile", against)
 	}
-	s, err := setup(c)
-	if err != nil {
-		return err
-	}
-	if !s.platform.Executes() {
-		return usageError("eval runs kernels; the %s platform executes nothing (choose --platform cuda, rocm, xpu or cpu)", s.platform.Name())
-	}
-	cand := platform.Candidate{ID: "input", Path: s.task.KernelPath, Source: s.task.KernelSource}
-	if k := c.String("kernel"); k != "" {
-		cand = platform.Candidate{ID: "kernel", Path: absPath(k)}
-	}
-	sess, err := s.platform.Open(c.Context, s.task)
+	s, sess, cand, err := openKernel(c, "eval")
 	if err != nil {
 		return err
 	}
@@ -126,6 +115,29 @@ func runEval(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// openKernel loads the kernel dir and opens a session on a platform that
+// runs kernels, for the commands that measure one kernel (eval, profile):
+// the kernel dir's input kernel, or the file --kernel names.
+func openKernel(c *cli.Context, verb string) (*runSetup, platform.Session, platform.Candidate, error) {
+	var cand platform.Candidate
+	s, err := setup(c)
+	if err != nil {
+		return nil, nil, cand, err
+	}
+	if !s.platform.Executes() {
+		return nil, nil, cand, usageError("%s runs kernels; the %s platform executes nothing (choose --platform cuda, rocm, xpu or cpu)", verb, s.platform.Name())
+	}
+	cand = platform.Candidate{ID: "input", Path: s.task.KernelPath, Source: s.task.KernelSource}
+	if k := c.String("kernel"); k != "" {
+		cand = platform.Candidate{ID: "kernel", Path: absPath(k)}
+	}
+	sess, err := s.platform.Open(c.Context, s.task)
+	if err != nil {
+		return nil, nil, cand, err
+	}
+	return s, sess, cand, nil
 }
 
 func failVerdict(v platform.Verdict, name, reason string) platform.Verdict {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/roofline"
 )
@@ -38,18 +37,7 @@ type profileReport struct {
 }
 
 func runProfile(c *cli.Context) error {
-	s, err := setup(c)
-	if err != nil {
-		return err
-	}
-	if !s.platform.Executes() {
-		return usageError("profile runs kernels; the %s platform executes nothing (choose --platform cuda, rocm, xpu or cpu)", s.platform.Name())
-	}
-	cand := platform.Candidate{ID: "input", Path: s.task.KernelPath, Source: s.task.KernelSource}
-	if k := c.String("kernel"); k != "" {
-		cand = platform.Candidate{ID: "kernel", Path: absPath(k)}
-	}
-	sess, err := s.platform.Open(c.Context, s.task)
+	s, sess, cand, err := openKernel(c, "profile")
 	if err != nil {
 		return err
 	}
