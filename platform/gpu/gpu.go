@@ -68,6 +68,9 @@ func (s *Stack) Available() error {
 
 // Open starts one worker per visible GPU and binds them to the task.
 func (s *Stack) Open(ctx context.Context, task *kerneldir.Task) (platform.Session, error) {
+	if err := s.check(task); err != nil {
+		return nil, err
+	}
 	return s.openIDs(ctx, task, s.GPUs.IDs(ctx))
 }
 
@@ -76,16 +79,21 @@ func (s *Stack) Slots(ctx context.Context) []string { return s.GPUs.IDs(ctx) }
 
 // OpenSlot starts workers on one GPU only and binds them to the task.
 func (s *Stack) OpenSlot(ctx context.Context, task *kerneldir.Task, id string) (platform.Session, error) {
+	if err := s.check(task); err != nil {
+		return nil, err
+	}
 	return s.openIDs(ctx, task, []string{id})
 }
 
-func (s *Stack) openIDs(ctx context.Context, task *kerneldir.Task, ids []string) (platform.Session, error) {
+// check is what every open needs first: a task and the vendor stack.
+func (s *Stack) check(task *kerneldir.Task) error {
 	if task == nil {
-		return nil, fmt.Errorf("%s: open: no kernel dir", s.Name)
+		return fmt.Errorf("%s: open: no kernel dir", s.Name)
 	}
-	if err := s.Available(); err != nil {
-		return nil, err
-	}
+	return s.Available()
+}
+
+func (s *Stack) openIDs(ctx context.Context, task *kerneldir.Task, ids []string) (platform.Session, error) {
 	var slots [][]string
 	for _, id := range ids {
 		slots = append(slots, []string{s.SlotEnv + "=" + id})
