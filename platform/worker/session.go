@@ -213,12 +213,35 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 	if err != nil {
 		return roofline.Metrics{}, err
 	}
-	// The profiled process builds the problem's inputs itself: free the
-	// worker's copy first, or a large problem does not fit twice.
-	if err := s.Engine.release(ctx, l); err != nil {
-		return roofline.Metrics{}, fmt.Errorf("profile %s: free the worker's problem: %w", c.ID, err)
+	// The profiled process builds the problem's inputs itself: when the two
+	// copies may not fit on the device together, free the worker's first
+	// (it loads the problem again on its next request).
+	if s.profileNeedsRoom() {
+		if err := s.Engine.release(ctx, l); err != nil {
+			return roofline.Metrics{}, fmt.Errorf("profile %s: free the worker's problem: %w", c.ID, err)
+		}
 	}
 	return p.Profile(ctx, c)
+}
+
+// profileFootprint is how many times one draw's inputs plus outputs the
+// worker and a profiled process may hold together: the worker keeps every
+// draw with its reference and a candidate's outputs, the profiled process
+// builds its own draws and references.
+const profileFootprint = 12
+
+// profileNeedsRoom reports whether the worker's copy of the problem should
+// be freed before a profiler builds its own on the same device. Unknown
+// sizes free it, to be safe.
+func (s *Session) profileNeedsRoom() bool {
+	s.Engine.mu.Lock()
+	info := s.Engine.info
+	s.Engine.mu.Unlock()
+	total := s.Hello.Device.TotalMemory
+	if info == nil || total <= 0 {
+		return true
+	}
+	return profileFootprint*(info.BytesIn+info.BytesOut) > 0.9*float64(total)
 }
 
 func (s *Session) syntheticProfile(ctx context.Context, c platform.Candidate, reason string) (roofline.Metrics, error) {
