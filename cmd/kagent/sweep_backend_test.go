@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kagent-dev/kagent/configs"
 )
 
 // fakeSlurmPath puts fake sbatch, sacct, squeue and scontrol first on PATH:
@@ -194,4 +197,29 @@ func readString(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestBackendEnvListed: every KAGENT_* variable the sweep flags read is in
+// the table `kagent env` prints.
+func TestBackendEnvListed(t *testing.T) {
+	listed := map[string]bool{}
+	for _, e := range configs.Env {
+		listed[e.Name] = true
+	}
+	for _, f := range backendFlags() {
+		var vars []string
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			vars = f.EnvVars
+		case *cli.IntFlag:
+			vars = f.EnvVars
+		case *cli.StringSliceFlag:
+			vars = f.EnvVars
+		}
+		for _, v := range vars {
+			if !listed[v] {
+				t.Errorf("%s (flag --%s) is not in configs.Env", v, f.Names()[0])
+			}
+		}
+	}
 }
