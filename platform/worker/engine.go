@@ -39,7 +39,9 @@ type ProblemInfo struct {
 	BytesIn   float64      `json:"bytes_in"`
 	BytesOut  float64      `json:"bytes_out"`
 	FLOPs     *float64     `json:"flops"`
-	TF32      string       `json:"tf32"`
+	// FLOPsNote says how FLOPs were counted, or why they were not.
+	FLOPsNote string `json:"flops_note"`
+	TF32      string `json:"tf32"`
 }
 
 // PublicSeeds are the draws every run uses; a secret seed is added per run.

@@ -10,6 +10,9 @@ Modules, one concern each:
 - ``failures``     check failures and the classification of exceptions.
 - ``device``       the device (cuda or cpu): sync, memory, timers, default device.
 - ``loading``      importing problem.py and candidates, input draws, references.
+- ``chunks``       walking large tensors in bounded pieces.
+- ``checksum``     keyed bit-exact checksums of tensors (stored draws unchanged?).
+- ``flops``        the reference's FLOP count (FlopCounterMode, torch >= 2.1).
 - ``static_check`` the AST checker of candidate source (ban list as data).
 - ``guard``        identity snapshot of what the harness relies on (tamper check).
 - ``poison``       NaN-filled allocations and free memory during candidate calls.

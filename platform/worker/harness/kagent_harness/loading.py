@@ -1,5 +1,6 @@
 """Loading a KernelBench-style problem: fresh import, seeded input draws on the
-device, the reference Model and its outputs (kept alive for the problem's life).
+device, the reference Model and its outputs (kept alive for the problem's life),
+keyed checksums of both (to notice later changes), and the reference's FLOPs.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import torch
 
 from . import device as devmod
+from .checksum import checksum, prepare
 from .device import Device
 from .failures import CUDA_ERROR, OOM, RequestError, classify, describe
+from .flops import count_flops, dtype_policy
+from .numerics import bits_equal
 
 DTYPES: Dict[str, Optional[torch.dtype]] = {
     "": None,
@@ -96,7 +100,8 @@ class Draw:
     index: int
     inputs: List[Any]
     ref: Any
-    fingerprint: Tuple[float, ...] = ()
+    inputs_sum: Tuple[Any, ...] = ()  # keyed checksums (checksum.py) taken at load
+    ref_sum: Tuple[Any, ...] = ()
 
 
 @dataclass
@@ -108,6 +113,9 @@ class ShapeSet:
     init_inputs: List[Any]
     model: torch.nn.Module
     draws: List[Draw] = field(default_factory=list)
+    # The reference modified its (copied) inputs on some draw: baselines must
+    # then be timed on copies, never on the stored draws.
+    ref_mutates_inputs: bool = False
 
 
 @dataclass
@@ -129,6 +137,8 @@ class Problem:
     main: ShapeSet
     extra: List[ShapeSet]
     compiled: Any = None  # torch.compile(model), built on first use
+    flops: Optional[int] = None  # one forward of the reference (flops.py); None: not counted
+    flops_note: str = ""
 
     @property
     def draws(self) -> List[Draw]:
@@ -150,7 +160,8 @@ class Problem:
             "outputs": devmod.describe_tensors(first.ref),
             "bytes_in": devmod.nbytes(first.inputs),
             "bytes_out": devmod.nbytes(first.ref),
-            "flops": None,
+            "flops": self.flops,
+            "flops_note": self.flops_note,
             "model_params": sum(p.numel() for p in self.model.parameters()),
             "draws": len(self.main.draws),
             "shapes": [s.label for s in self.extra],
@@ -182,28 +193,6 @@ def _to_device(obj: Any, device: Device, dtype: Optional[torch.dtype]) -> Any:
         return t.contiguous() if not t.is_contiguous() else t
 
     return devmod.map_tensors(obj, move)
-
-
-def fingerprint(obj: Any, chunk: int = 1 << 24) -> Tuple[float, ...]:
-    """A cheap content fingerprint (float64 sums of values and squares of every
-    tensor, computed in chunks) used to notice that stored references or inputs
-    were modified."""
-    values: List[float] = []
-    with torch.no_grad():
-        for t in devmod.tensors_in(obj):
-            d = t.detach()
-            if d.is_complex():
-                d = torch.view_as_real(d)
-            flat = d.reshape(-1)
-            s1 = 0.0
-            s2 = 0.0
-            for start in range(0, flat.numel(), chunk):
-                c = flat[start : start + chunk].to(torch.float64)
-                c = torch.nan_to_num(c, nan=7.0, posinf=11.0, neginf=-13.0)
-                s1 += float(c.sum())
-                s2 += float((c * c).sum())
-            values.extend((s1, s2))
-    return tuple(values)
 
 
 @contextlib.contextmanager
@@ -264,18 +253,49 @@ def _build_shape_set(
             if not isinstance(raw, (list, tuple)):
                 raise _problem_error(path, f"get_inputs returned {type(raw).__name__}, expected a list")
             inputs = list(_to_device(list(raw), device, dtype))
+            del raw
             try:
+                copies = devmod.clone_all(inputs)
                 with torch.no_grad():
-                    ref = model(*devmod.clone_all(inputs))
+                    ref = model(*copies)
                 device.synchronize()
             except BaseException as exc:  # noqa: BLE001
                 raise _problem_error(path, "Model.forward raised", exc) from None
+            if not bits_equal(copies, inputs):
+                shape_set.ref_mutates_inputs = True
+            del copies
             ref = devmod.map_tensors(ref, lambda t: t.detach())
-            shape_set.draws.append(Draw(index=index, inputs=inputs, ref=ref, fingerprint=()))
+            shape_set.draws.append(Draw(index=index, inputs=inputs, ref=ref))
     return shape_set
 
 
-def load_problem(req: Dict[str, Any], device: Device, problem_id: str) -> Problem:
+def _count_flops(
+    path: str, main: ShapeSet, device: Device, dtype_name: str, tf32: str, counter: Optional[ModuleType]
+) -> Tuple[Optional[int], str]:
+    """FLOPs of one reference forward on the first draw of the main shape set.
+    The model's buffers (running statistics...) are restored afterwards, and
+    the stored inputs are used as they are unless the reference mutates them."""
+    draw = main.draws[0]
+    policy = dtype_policy(draw.inputs, dtype_name, tf32)
+    saved = {name: b.detach().clone() for name, b in main.model.named_buffers()}
+    try:
+        inputs = devmod.clone_all(draw.inputs) if main.ref_mutates_inputs else draw.inputs
+        counted = count_flops(main.model, inputs, device, policy, counter)
+    except BaseException as exc:  # noqa: BLE001 - only CUDA errors come this way
+        raise _problem_error(path, "Model.forward raised (counting FLOPs)", exc) from None
+    finally:
+        with torch.no_grad():
+            for name, b in main.model.named_buffers():
+                if name in saved and b.shape == saved[name].shape:
+                    b.copy_(saved[name])
+    return counted.flops, counted.note
+
+
+def load_problem(
+    req: Dict[str, Any], device: Device, problem_id: str, flop_counter: Optional[ModuleType] = None
+) -> Problem:
+    """Load a problem (see PROTOCOL.md, load_problem). ``flop_counter`` stands
+    in for torch.utils.flop_counter (tests)."""
     path = str(req.get("problem_path") or "")
     if not path or not os.path.isfile(path):
         raise RequestError("bad_request", f"problem_path {path!r} is not a file")
@@ -307,14 +327,21 @@ def load_problem(req: Dict[str, Any], device: Device, problem_id: str) -> Proble
             raise _problem_error(path, f"no {what} (KernelBench form needs Model, get_inputs, get_init_inputs)")
 
     init_seed = seeds[0]
+    prepare(device.torch_device)
     main = _build_shape_set(module, path, device, dtype, init_seed, seeds, {})
+    flops, flops_note = _count_flops(path, main, device, dtype_name, tf32, flop_counter)
     extra = [
         _build_shape_set(module, path, device, dtype, init_seed, seeds[:1], dict(override))
         for override in shapes
     ]
     for shape_set in [main] + extra:
         for draw in shape_set.draws:
-            draw.fingerprint = fingerprint(draw.inputs) + fingerprint(draw.ref)
+            draw.inputs_sum = checksum(draw.inputs)
+            draw.ref_sum = checksum(draw.ref)
+    # The reference's copies and temporaries go back to the device, so that the
+    # candidates' allocations get segments of their own sizes (no large cached
+    # block split by a small long-lived tensor).
+    device.empty_cache()
     atol = req.get("atol")
     rtol = req.get("rtol")
     return Problem(
@@ -334,13 +361,24 @@ def load_problem(req: Dict[str, Any], device: Device, problem_id: str) -> Proble
         test_path=test_path,
         main=main,
         extra=extra,
+        flops=flops,
+        flops_note=flops_note,
     )
 
 
 def references_intact(problem: Problem) -> Optional[str]:
-    """None if no stored input or reference changed since loading."""
+    """None if no stored input or reference changed since loading (keyed
+    checksums of the exact bits)."""
     for shape_set in [problem.main] + problem.extra:
         for draw in shape_set.draws:
-            if fingerprint(draw.inputs) + fingerprint(draw.ref) != draw.fingerprint:
+            if checksum(draw.inputs) != draw.inputs_sum or checksum(draw.ref) != draw.ref_sum:
                 return f"stored inputs or reference outputs of draw {draw.index + 1} ({shape_set.label}) were modified"
+    return None
+
+
+def inputs_intact(draws: List[Draw], label: str = "default") -> Optional[str]:
+    """None if the stored inputs of these draws are unchanged since loading."""
+    for draw in draws:
+        if checksum(draw.inputs) != draw.inputs_sum:
+            return f"the stored inputs of draw {draw.index + 1} ({label}) were modified"
     return None

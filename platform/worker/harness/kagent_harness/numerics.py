@@ -7,7 +7,8 @@ where the reference is finite), and the relative L2 error
 see ``tolerance_for``). The second criterion is what makes all-zero or
 near-constant outputs fail on problems whose reference values are tiny.
 
-Large tensors are compared in chunks so the temporaries stay small.
+Large tensors are compared in pieces (``chunks.py``) so the temporaries stay small
+whatever the tensors' sizes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
 import torch
 
-CHUNK = 1 << 24  # elements per comparison chunk
+from .chunks import CHUNK, paired_chunks
+
 
 # Default tolerances by reference dtype (atol = rtol), as in KernelBench.
 DEFAULT_TOLERANCE = {
@@ -92,20 +94,51 @@ def _fmt(x: Any) -> str:
 
 
 def _chunks(out: torch.Tensor, ref: torch.Tensor) -> Iterator[Tuple[int, torch.Tensor, torch.Tensor]]:
-    o = out.detach().reshape(-1)
-    r = ref.detach().reshape(-1)
-    wide = torch.float64 if torch.float64 in (o.dtype, r.dtype) else torch.float32
-    if o.is_complex() or r.is_complex():
-        o = torch.view_as_real(o.to(torch.complex128)).reshape(-1)
-        r = torch.view_as_real(r.to(torch.complex128)).reshape(-1)
-        wide = torch.float64
-    n = o.numel()
-    for start in range(0, n, CHUNK):
-        yield start, o[start : start + CHUNK].to(wide), r[start : start + CHUNK].to(wide)
+    """Pieces of out and ref (same shape) in a common wide dtype; complex
+    tensors as float64 (real, imag) pairs, offsets counted in those units."""
+    wide = torch.float64 if torch.float64 in (out.dtype, ref.dtype) else torch.float32
+    cplx = out.is_complex() or ref.is_complex()
+    for start, o, r in paired_chunks(out, ref, CHUNK):
+        if cplx:
+            yield (
+                2 * start,
+                torch.view_as_real(o.to(torch.complex128)).reshape(-1),
+                torch.view_as_real(r.to(torch.complex128)).reshape(-1),
+            )
+        else:
+            yield start, o.to(wide), r.to(wide)
+
+
+def _element(t: torch.Tensor, flat: int) -> Any:
+    """The element at a row-major flat index (of the real view for complex)."""
+    if t.is_complex():
+        v = t.detach()[_index_of(flat // 2, tuple(t.shape))].item()
+        return v.imag if flat % 2 else v.real
+    return t.detach()[_index_of(flat, tuple(t.shape))].item()
+
+
+def _first_true(mask_of: Callable[[int, torch.Tensor, torch.Tensor], torch.Tensor], out: torch.Tensor,
+                ref: torch.Tensor) -> int:
+    """The first flat offset where mask_of(piece) is set (a second pass, run
+    only on failure), or -1."""
+    with torch.no_grad():
+        for start, o, r in _chunks(out, ref):
+            m = mask_of(start, o, r)
+            if bool(m.any()):
+                return start + int(torch.nonzero(m)[0])
+    return -1
+
+
+def _new_nan(start: int, o: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    return torch.isnan(o) & ~torch.isnan(r)
 
 
 def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str) -> Comparison:
-    """Compare one output tensor with its reference (same device)."""
+    """Compare one output tensor with its reference (same device).
+
+    Pieces of ``chunks.CHUNK`` elements; the statistics stay on the device and
+    are read back with one synchronisation (a second pass locates the first
+    offending element only when there is one)."""
     if type(out) not in _PLAIN_TENSOR_TYPES:
         return Comparison(False, reason=f"{name} is a {type(out).__name__}; return a plain torch.Tensor")
     if tuple(out.shape) != tuple(ref.shape):
@@ -120,13 +153,18 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: s
         return Comparison(True)
     if not (ref.is_floating_point() or ref.is_complex()):
         with torch.no_grad():
-            diff = (out != ref).reshape(-1)
-            bad = int(diff.sum())
+            counts = [(o != r).sum() for _, o, r in paired_chunks(out, ref, CHUNK)]
+            bad = int(torch.stack(counts).sum())
             if bad:
-                first = int(torch.nonzero(diff)[0])
+                first = -1
+                for start, o, r in paired_chunks(out, ref, CHUNK):
+                    diff = o != r
+                    if bool(diff.any()):
+                        first = start + int(torch.nonzero(diff)[0])
+                        break
                 at = _index_of(first, tuple(ref.shape))
-                got = out.reshape(-1)[first].item()
-                want = ref.reshape(-1)[first].item()
+                got = _element(out, first)
+                want = _element(ref, first)
                 return Comparison(
                     False,
                     reason=f"{name}: {bad} of {ref.numel()} elements differ (exact match required for "
@@ -134,52 +172,60 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: s
                 )
         return Comparison(True)
 
-    new_nan = 0
-    first_nan = -1
-    bad_inf = 0
-    mismatch = 0
-    first_mismatch = -1
-    diff_sq = 0.0
-    ref_sq = 0.0
+    # Per piece: counts of new NaN, bad Inf and elements beyond tolerance, the
+    # squared norms of the difference and of the reference (float64), the
+    # piece's largest |difference| and where, and the largest |reference|.
+    counts: List[torch.Tensor] = []
+    norms: List[torch.Tensor] = []
+    peaks: List[torch.Tensor] = []
+    where_max: List[torch.Tensor] = []
+    starts: List[int] = []
+    with torch.no_grad():
+        for start, o, r in _chunks(out, ref):
+            r_fin = torch.isfinite(r)
+            nan_new = torch.isnan(o)
+            nan_new &= ~torch.isnan(r)
+            inf_bad = torch.isinf(o)
+            inf_bad &= r_fin
+            close = torch.isclose(o, r, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+            counts.append(torch.stack([nan_new.sum(), inf_bad.sum(), o.numel() - close.sum()]))
+            del nan_new, inf_bad, close
+            both = torch.isfinite(o)
+            both &= r_fin
+            zero = torch.zeros((), dtype=o.dtype, device=o.device)
+            d = torch.where(both, o - r, zero)
+            del both
+            rz = torch.where(r_fin, r, zero)
+            del r_fin
+            dd = d.double()
+            rr = rz.double()
+            norms.append(torch.stack([torch.dot(dd, dd), torch.dot(rr, rr)]))
+            del dd, rr
+            ad = d.abs_()
+            peaks.append(torch.stack([ad.max().to(torch.float64), rz.abs_().max().to(torch.float64)]))
+            where_max.append(ad.argmax())
+            starts.append(start)
+            del d, rz, ad
+        count_rows = torch.stack(counts).sum(0).tolist()
+        norm_rows = torch.stack(norms).sum(0).tolist()
+        peak_rows = torch.stack(peaks).tolist()
+        where_rows = torch.stack(where_max).tolist()
+    new_nan, bad_inf, mismatch = (int(v) for v in count_rows)
+    diff_sq, ref_sq = (float(v) for v in norm_rows)
     max_abs = 0.0
     max_at = -1
     ref_absmax = 0.0
-    with torch.no_grad():
-        for start, o, r in _chunks(out, ref):
-            o_nan = torch.isnan(o)
-            r_nan = torch.isnan(r)
-            r_fin = torch.isfinite(r)
-            nan_new = o_nan & ~r_nan
-            k = int(nan_new.sum())
-            if k:
-                if first_nan < 0:
-                    first_nan = start + int(torch.nonzero(nan_new)[0])
-                new_nan += k
-            inf_bad = torch.isinf(o) & r_fin
-            bad_inf += int(inf_bad.sum())
-            close = torch.isclose(o, r, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
-            not_close = ~close
-            m = int(not_close.sum())
-            if m:
-                if first_mismatch < 0:
-                    first_mismatch = start + int(torch.nonzero(not_close)[0])
-                mismatch += m
-            both = r_fin & torch.isfinite(o)
-            d = torch.where(both, o - r, torch.zeros_like(o))
-            rz = torch.where(r_fin, r, torch.zeros_like(r))
-            diff_sq += float((d.double() * d.double()).sum())
-            ref_sq += float((rz.double() * rz.double()).sum())
-            ad = d.abs()
-            cmax = float(ad.max())
-            if cmax > max_abs or max_at < 0:
-                max_abs = cmax
-                max_at = start + int(ad.argmax())
-            ref_absmax = max(ref_absmax, float(rz.abs().max()))
+    for start, (cmax, rmax), arg in zip(starts, peak_rows, where_rows):
+        if cmax > max_abs or max_at < 0:
+            max_abs = cmax
+            max_at = start + int(arg)
+        ref_absmax = max(ref_absmax, rmax)
     ref_norm = math.sqrt(ref_sq)
     rel = math.sqrt(diff_sq) / ref_norm if ref_norm > 0 else (0.0 if diff_sq == 0 else math.inf)
     shape = tuple(ref.shape)
     if new_nan:
-        at = list(_index_of(first_nan, shape))
+        first_nan = _first_true(_new_nan, out, ref)
+        at = list(_index_of(first_nan // 2 if ref.is_complex() else first_nan, shape))
         return Comparison(
             False,
             check="unwritten_output",
@@ -197,12 +243,10 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: s
             rel_l2=rel,
         )
     if mismatch:
-        at_i = first_mismatch if max_at < 0 else max_at
-        at = list(_index_of(at_i, shape))
-        flat_o = out.detach().reshape(-1)
-        flat_r = ref.detach().reshape(-1)
-        got = flat_o[at_i].item()
-        want = flat_r[at_i].item()
+        at_i = max_at
+        at = list(_index_of(at_i // 2 if ref.is_complex() else at_i, shape))
+        got = _element(out, at_i)
+        want = _element(ref, at_i)
         return Comparison(
             False,
             reason=f"{name}: {mismatch} of {ref.numel()} elements differ beyond {tol.text()}; "
@@ -300,22 +344,64 @@ def _kind(x: Any) -> str:
 _BITS = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}
 
 
+def _as_words(t: torch.Tensor) -> torch.Tensor:
+    """A real/integer view whose equality is bit-pattern equality."""
+    x = t.detach()
+    if x.is_complex():
+        x = torch.view_as_real(x)
+    if x.is_floating_point():
+        as_int = _BITS.get(x.element_size())
+        if as_int is not None and x.is_contiguous():
+            return x.view(as_int)
+    return x
+
+
 def tensor_bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same dtype, shape, device and bit pattern (NaN payloads included),
+    compared in pieces with one synchronisation."""
     if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape) or a.device != b.device:
         return False
     if a.numel() == 0:
         return True
-    x = a.detach().contiguous()
-    y = b.detach().contiguous()
-    if x.is_complex():
-        x = torch.view_as_real(x)
-        y = torch.view_as_real(y)
-    if x.is_floating_point():
-        as_int = _BITS.get(x.element_size())
-        if as_int is None:
-            return bool(torch.equal(x, y))
-        return bool(torch.equal(x.view(as_int), y.view(as_int)))
-    return bool(torch.equal(x, y))
+    flags: List[torch.Tensor] = []
+    with torch.no_grad():
+        for _, x, y in paired_chunks(a, b, CHUNK):
+            if x.is_floating_point() or x.is_complex():
+                wx, wy = _as_words(x), _as_words(y)
+                if wx.is_floating_point():  # no integer type of that width: compare values
+                    flags.append((~(wx == wy) & ~(torch.isnan(wx) & torch.isnan(wy))).any())
+                    continue
+                flags.append((wx != wy).any())
+            else:
+                flags.append((x != y).any())
+        return not bool(torch.stack(flags).any())
+
+
+def difference_summary(a: torch.Tensor, b: torch.Tensor) -> str:
+    """'k of n elements differ (max diff m)' for two tensors of one shape and
+    dtype (bitwise; NaN equals NaN), computed in pieces; '' if none differ."""
+    count: List[torch.Tensor] = []
+    peak: List[torch.Tensor] = []
+    floating = a.is_floating_point() or a.is_complex()
+    with torch.no_grad():
+        for _, x, y in paired_chunks(a, b, CHUNK):
+            if floating:
+                if x.is_complex():
+                    x, y = torch.view_as_real(x).reshape(-1), torch.view_as_real(y).reshape(-1)
+                xx, yy = x.double(), y.double()
+                differ = ~((xx == yy) | (torch.isnan(xx) & torch.isnan(yy)))
+                count.append(differ.sum())
+                diff = torch.where(differ, (xx - yy).abs(), torch.zeros_like(xx))
+                peak.append(torch.nan_to_num(diff, nan=float("inf")).max())
+            else:
+                count.append((x != y).sum())
+        k = int(torch.stack(count).sum())
+        if not k:
+            return ""
+        if floating:
+            m = float(torch.stack(peak).max())
+            return f"{k} of {a.numel()} elements differ (max diff {m:.3g})"
+    return f"{k} of {a.numel()} elements differ"
 
 
 def bits_equal(a: Any, b: Any) -> bool:
@@ -359,20 +445,26 @@ def device_violations(out: Any, ref: Any, tol_fn: ToleranceFn) -> Union[int, tor
         if out.numel() == 0:
             return 0
         tol = tol_fn(ref.dtype)
-        if not (ref.is_floating_point() or ref.is_complex()):
-            return (out != ref).sum()
         total: Any = 0
+        if not (ref.is_floating_point() or ref.is_complex()):
+            with torch.no_grad():
+                for _, o, r in paired_chunks(out, ref, CHUNK):
+                    total = total + (o != r).sum()
+            return total
         diff_sq: Any = 0
         ref_sq: Any = 0
         with torch.no_grad():
             for _, o, r in _chunks(out, ref):
                 close = torch.isclose(o, r, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
-                total = total + (~close).sum()
+                total = total + (o.numel() - close.sum())
+                del close
                 r_fin = torch.isfinite(r)
-                d = torch.where(r_fin & torch.isfinite(o), o - r, torch.zeros_like(o)).double()
-                rz = torch.where(r_fin, r, torch.zeros_like(r)).double()
-                diff_sq = diff_sq + (d * d).sum()
-                ref_sq = ref_sq + (rz * rz).sum()
+                zero = torch.zeros((), dtype=o.dtype, device=o.device)
+                d = torch.where(r_fin & torch.isfinite(o), o - r, zero).double()
+                rz = torch.where(r_fin, r, zero).double()
+                diff_sq = diff_sq + torch.dot(d, d)
+                ref_sq = ref_sq + torch.dot(rz, rz)
+                del d, rz, r_fin
             if isinstance(ref_sq, torch.Tensor):
                 rel_bad = (diff_sq > (tol.rel_l2 ** 2) * ref_sq) & (ref_sq > 0)
                 total = total + rel_bad.to(torch.int64)

@@ -4,8 +4,12 @@ For each target: one call (JIT compile / autotune), an estimate of the per-call
 time from 5 calls, a time-based warm-up (``warmup_ms``), then
 ``n = clamp(rep_ms / estimate, min_reps, max_reps)`` timed calls. On CUDA each
 timed call has device events around it and an L2 flush (a write of
-``flush_bytes``) before it, outside the events; inputs rotate among up to 4
-copies of the problem's draws (bounded by 25% of free memory). Afterwards:
+``flush_bytes``) before it, outside the events; inputs rotate among up to 4 of
+the problem's stored draws themselves (no copies: a verified kernel leaves its
+inputs alone, and the stored inputs' checksums are checked after timing), or
+among copies of them (bounded by 25% of free memory) where the target may
+write to its inputs: with ``allow_inplace``, and for baselines whose reference
+modified its inputs at load time. Afterwards:
 
 - recheck: the outputs of up to 32 timed calls (sampled at random, plus the
   last call of each input set) are compared with the reference on the device,
@@ -24,7 +28,7 @@ import math
 import random
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 import torch
 
@@ -33,7 +37,7 @@ from .candidate import Candidate
 from .device import Device, clone_all, nbytes, perf_counter, tensors_in
 from .failures import CheckFailure, classify, describe
 from .guard import Guard
-from .loading import Problem, apply_tf32
+from .loading import Problem, apply_tf32, inputs_intact
 from .numerics import ToleranceFn, device_violations, tolerance_for
 
 HOST_FACTOR = 1.25
@@ -86,12 +90,17 @@ class Target:
 
 
 class _InputSet:
-    def __init__(self, inputs: List[Any], ref: Any, pristine: List[Any]) -> None:
+    """Inputs of timed calls: a stored draw itself (``pristine`` is None) or a
+    copy of one that ``restore`` refills from the stored draw."""
+
+    def __init__(self, inputs: List[Any], ref: Any, pristine: Optional[List[Any]]) -> None:
         self.inputs = inputs
         self.ref = ref
         self.pristine = pristine
 
     def restore(self) -> None:
+        if self.pristine is None:
+            return
         with torch.no_grad():
             for dst, src in zip(tensors_in(self.inputs), tensors_in(self.pristine)):
                 dst.copy_(src)
@@ -121,7 +130,9 @@ def _compiled(problem: Problem, guard: Guard) -> Callable[..., Any]:
         compiled = torch.compile(problem.model)
         with torch.no_grad():
             for _ in range(3):
-                compiled(*clone_all(problem.draws[0].inputs))
+                inputs = problem.draws[0].inputs
+                compiled(*(clone_all(inputs) if _writes_inputs(problem, False) else inputs))
+                del inputs
         problem.device.synchronize()
     except Exception as exc:  # noqa: BLE001 - compile failures make the baseline unavailable
         problem.compiled = Unavailable(f"torch.compile failed: {describe(exc)}")
@@ -136,8 +147,20 @@ def _compiled(problem: Problem, guard: Guard) -> Callable[..., Any]:
     return compiled
 
 
-def _sets(problem: Problem, rotate: bool) -> List[_InputSet]:
+def _writes_inputs(problem: Problem, is_kernel: bool) -> bool:
+    """Whether a target may write to its inputs: in-place kernels (and their
+    baselines) with allow_inplace; baselines whose reference modified its
+    inputs when the problem was loaded."""
+    return problem.allow_inplace or (not is_kernel and problem.main.ref_mutates_inputs)
+
+
+def _sets(problem: Problem, rotate: bool, targets: Sequence[Target]) -> List[_InputSet]:
+    """The input sets of a bench or compare: the stored draws themselves, or
+    copies of them (bounded by free memory) where a target writes to its inputs."""
     draws = problem.draws
+    if not any(_writes_inputs(problem, t.is_kernel) for t in targets):
+        k = min(MAX_SETS, len(draws)) if rotate else 1
+        return [_InputSet(d.inputs, d.ref, None) for d in draws[:k]]
     per = max(1, nbytes(draws[0].inputs))
     k = 1
     if rotate:
@@ -148,6 +171,37 @@ def _sets(problem: Problem, rotate: bool) -> List[_InputSet]:
     except BaseException as exc:  # noqa: BLE001
         kind, fatal = classify(exc)
         raise CheckFailure(kind if kind != F.EXCEPTION else F.OOM, f"copying inputs for timing: {describe(exc)}", fatal) from None
+
+
+def _check_stored(problem: Problem, sets: List[_InputSet], targets: Sequence[Target]) -> None:
+    """The stored draws timed directly must be unchanged (keyed checksums). A
+    change is fatal: the worker's copy of the problem is no longer trustworthy
+    and the supervisor restarts the worker, which loads the problem again."""
+    used = [d for d, s in zip(problem.draws, sets) if s.pristine is None]
+    if not used:
+        return
+    changed = inputs_intact(used)
+    if changed:
+        who = " or ".join(t.label for t in targets)
+        raise CheckFailure(
+            F.INPUT_MUTATION,
+            f"{who}: {changed} while timed (timed calls get the problem's stored inputs): a kernel must not "
+            f"modify its inputs (set allow_inplace in kagent.yaml if in-place is the intent)",
+            True,
+        )
+
+
+def _guarded(problem: Problem, sets: List[_InputSet], targets: Sequence[Target], run: Callable[[], Any]) -> Any:
+    """Run a bench or compare; check the stored draws afterwards, also when a
+    non-fatal failure ends it early."""
+    try:
+        result = run()
+    except CheckFailure as failure:
+        if not failure.fatal:
+            _check_stored(problem, sets, targets)
+        raise
+    _check_stored(problem, sets, targets)
+    return result
 
 
 def _flush_buffer(problem: Problem, params: BenchParams) -> Optional[torch.Tensor]:
@@ -317,7 +371,8 @@ class _Timer:
         }
 
     def method(self) -> str:
-        sets = f"{len(self.sets)} input set(s) rotated"
+        copies = "copies" if any(s.pristine is not None for s in self.sets) else "the stored draws"
+        sets = f"{len(self.sets)} input set(s) rotated ({copies})"
         warm = f"{self.warmup_calls} warm-up calls (~{self.params.warmup_ms:g} ms)"
         if self.dev.is_cuda:
             flush = self.flush.numel() * 4 / (1 << 20) if self.flush is not None else 0
@@ -377,7 +432,11 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
 def bench(problem: Problem, target: Target, params: BenchParams, guard: Guard) -> Dict[str, Any]:
     apply_tf32(problem.tf32)
     guard.expect_tf32(problem.tf32)
-    sets = _sets(problem, params.rotate)
+    sets = _sets(problem, params.rotate, [target])
+    return _guarded(problem, sets, [target], lambda: _bench(problem, target, sets, params, guard))
+
+
+def _bench(problem: Problem, target: Target, sets: List[_InputSet], params: BenchParams, guard: Guard) -> Dict[str, Any]:
     flush = _flush_buffer(problem, params)
     timer = _Timer(problem, target, sets, flush, guard, params)
     timer.prepare()
@@ -402,7 +461,12 @@ def compare(problem: Problem, ta: Target, tb: Target, params: BenchParams, guard
     """Time two targets interleaved (A B A B ...) on the same inputs."""
     apply_tf32(problem.tf32)
     guard.expect_tf32(problem.tf32)
-    sets = _sets(problem, params.rotate)
+    sets = _sets(problem, params.rotate, [ta, tb])
+    return _guarded(problem, sets, [ta, tb], lambda: _compare(problem, ta, tb, sets, params, guard))
+
+
+def _compare(problem: Problem, ta: Target, tb: Target, sets: List[_InputSet], params: BenchParams,
+             guard: Guard) -> Dict[str, Any]:
     flush = _flush_buffer(problem, params)
     a = _Timer(problem, ta, sets, flush, guard, params)
     b = _Timer(problem, tb, sets, flush, guard, params)

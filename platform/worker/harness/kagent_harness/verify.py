@@ -6,6 +6,12 @@ input_mutation on every draw) -> determinism -> triton_launch -> extra_shapes
 ``exception``, ``oom`` or ``cuda_error`` (the latter fatal), and a tamper
 anywhere is fatal. The same callable is used for every call (and is kept for
 timing).
+
+Device memory (see PROTOCOL.md, Memory): besides the problem's stored draws,
+verification holds at most the first draw's input copy (the caching check
+refills it), the input copy of the call in progress and the outputs of the
+main draws (each must still hold its result after the later calls); they are
+released as soon as the checks that need them are done.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -25,7 +31,14 @@ from .failures import CheckFailure
 from .guard import Guard
 from .launches import LaunchCounter, launch_support
 from .loading import Draw, Problem, ShapeSet, apply_tf32, references_intact
-from .numerics import ToleranceFn, bits_equal, compare_outputs, first_changed_input, tolerance_for
+from .numerics import (
+    ToleranceFn,
+    bits_equal,
+    compare_outputs,
+    difference_summary,
+    first_changed_input,
+    tolerance_for,
+)
 from .static_check import check_source
 from .usertest import run_user_test
 
@@ -118,13 +131,34 @@ class _Run:
         self.max_abs = 0.0
         self.rel_l2 = 0.0
         self.launches: Optional[int] = None
-        self.keep: List[Any] = []  # inputs and outputs kept alive until the end
 
     def call(self, fn: Any, work: List[Any], like: Any, what: str, counter: Optional[LaunchCounter] = None) -> Any:
         out = invoke(fn, work, self.device, self.guard, poison=True, like=like, counter=counter, what=what)
         return _result_of(out, work, self.problem)
 
-    def check_draw(self, fn: Any, draw: Draw, label: str, fail_as: Optional[str] = None) -> Tuple[List[Any], Any]:
+    def stale_of(self, out: Any, draw: Draw, others: Sequence[Draw]) -> Optional[Draw]:
+        """Another draw whose reference ``out`` matches (a result cached across
+        calls, e.g. keyed by a data pointer the allocator handed out again)."""
+        for other in others:
+            if other is not draw and compare_outputs(out, other.ref, self.tol).ok:
+                return other
+        return None
+
+    def stale_failure(self, label: str, out: Any, draw: Draw, others: Sequence[Draw]) -> Optional[CheckFailure]:
+        other = self.stale_of(out, draw, others)
+        if other is None:
+            return None
+        return CheckFailure(
+            F.CACHING,
+            f"{label}: the kernel returned the previous result of draw {other.index + 1} for the inputs of draw "
+            f"{draw.index + 1}: results must not be cached across calls (by pointer, shape or id)",
+        )
+
+    def check_draw(
+        self, fn: Any, draw: Draw, label: str, fail_as: Optional[str] = None, others: Sequence[Draw] = ()
+    ) -> Tuple[List[Any], Any]:
+        """One call on a copy of the draw's inputs; the output and input checks.
+        Returns (the copy, the output)."""
         work = clone_all(draw.inputs)
         try:
             out = self.call(fn, work, draw.ref, f"{label}: the call")
@@ -134,6 +168,9 @@ class _Run:
             raise
         cmp = compare_outputs(out, draw.ref, self.tol)
         if not cmp.ok:
+            stale = self.stale_failure(label, out, draw, others)
+            if stale is not None:
+                raise stale
             name = cmp.check if fail_as is None or cmp.check == F.UNWRITTEN_OUTPUT else fail_as
             raise CheckFailure(name, f"{label}: {cmp.reason}")
         self.max_abs = max(self.max_abs, cmp.max_abs_err)
@@ -152,19 +189,25 @@ class _Run:
         fn = self.cand.callable_for(problem.main)
         draws = problem.draws
         n = len(draws)
-        results: List[Tuple[List[Any], Any]] = []
+        outs: List[Any] = []
+        first_work: List[Any] = []
         for draw in draws:
-            results.append(self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}"))
-        self.keep.extend(results)
+            work, out = self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}", others=draws)
+            if not first_work:
+                first_work = work  # the caching check refills these very buffers
+            outs.append(out)
+            del work, out  # later draws' input copies are not needed any more
         # Every earlier output must still hold its result: a kernel that returns
         # one buffer again and again overwrites what its callers hold.
-        for draw, (_, out) in zip(draws, results):
-            if not compare_outputs(out, draw.ref, self.tol).ok:
+        for i, draw in enumerate(draws):
+            if not compare_outputs(outs[i], draw.ref, self.tol).ok:
                 raise CheckFailure(
                     F.CACHING,
                     f"the output of draw {draw.index + 1} changed after later calls: the kernel returns the same "
                     f"buffer from every call (or keeps writing to it); return a new tensor from each call",
                 )
+        first = outs[0]
+        del outs  # only the first draw's output is compared again
         tol = self.tol(_first_float_dtype(draws[0].ref))
         rec.ok(
             F.CORRECTNESS,
@@ -182,11 +225,13 @@ class _Run:
         counter = LaunchCounter() if can_count else None
         work = clone_all(draws[0].inputs)
         out2 = self.call(fn, work, draws[0].ref, "determinism run: the call", counter=counter)
-        self.keep.append((work, out2))
-        first = results[0][1]
+        del work
         if problem.atomics:
             cmp = compare_outputs(out2, first, self.tol)
             if not cmp.ok:
+                stale = self.stale_failure("determinism run", out2, draws[0], draws)
+                if stale is not None:
+                    raise stale
                 raise CheckFailure(
                     F.DETERMINISM,
                     f"two runs on the same inputs differ beyond tolerance: {cmp.reason}",
@@ -194,8 +239,12 @@ class _Run:
             rec.ok(F.DETERMINISM, "two runs agree within tolerance (atomics declared)")
         else:
             if not bits_equal(out2, first):
+                stale = self.stale_failure("determinism run", out2, draws[0], draws)
+                if stale is not None:
+                    raise stale
                 raise CheckFailure(F.DETERMINISM, _nondeterminism_reason(out2, first))
             rec.ok(F.DETERMINISM, "two runs on the same inputs agree bit for bit")
+        del out2, first
 
         if not self.opts.check_launch:
             rec.skip(F.TRITON_LAUNCH, "not requested")
@@ -217,7 +266,8 @@ class _Run:
                 self.check_shape(shape_set)
             rec.ok(F.EXTRA_SHAPES, f"{len(problem.extra)} extra shape set(s) match: " + ", ".join(s.label for s in problem.extra))
 
-        self.check_caching(fn, results)
+        self.check_caching(fn, first_work)
+        del first_work
 
         intact = references_intact(problem)
         if intact:
@@ -241,15 +291,14 @@ class _Run:
             if f.name == F.ENTRY:
                 raise CheckFailure(F.EXTRA_SHAPES, f"{label}: {f.reason}") from None
             raise
-        work, out = self.check_draw(fn, shape_set.draws[0], label, fail_as=F.EXTRA_SHAPES)
-        self.keep.append((work, out))
+        self.check_draw(fn, shape_set.draws[0], label, fail_as=F.EXTRA_SHAPES)
 
-    def check_caching(self, fn: Any, results: List[Tuple[List[Any], Any]]) -> None:
+    def check_caching(self, fn: Any, buffers: List[Any]) -> None:
+        """Draw 1's input buffers, refilled in place with draw 2, must give draw 2's result."""
         draws = self.problem.draws
         if len(draws) < 2:
             self.rec.skip(F.CACHING, "needs two draws")
             return
-        buffers = results[0][0]
         new = draws[1]
         with torch.no_grad():
             for buf, src in zip(tensors_in(buffers), tensors_in(new.inputs)):
@@ -278,24 +327,12 @@ def _first_float_dtype(ref: Any) -> torch.dtype:
 def _nondeterminism_reason(a: Any, b: Any) -> str:
     detail = ""
     for x, y in zip(tensors_in(a), tensors_in(b)):
-        if x.shape != y.shape or x.dtype != y.dtype:
+        if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
             detail = "the outputs' shapes or dtypes differ"
             break
-        with torch.no_grad():
-            if x.is_floating_point():
-                xx, yy = x.double(), y.double()
-                differ = ~((xx == yy) | (torch.isnan(xx) & torch.isnan(yy)))
-                k = int(differ.sum())
-                if k:
-                    diff = torch.where(differ, (xx - yy).abs(), torch.zeros_like(xx))
-                    m = float(torch.nan_to_num(diff, nan=float("inf")).max())
-                    detail = f"{k} of {x.numel()} elements differ (max diff {m:.3g})"
-                    break
-            else:
-                k = int((x != y).sum())
-                if k:
-                    detail = f"{k} of {x.numel()} elements differ"
-                    break
+        detail = difference_summary(x, y)
+        if detail:
+            break
     return (
         f"two runs on the same inputs give different results ({detail or 'outputs differ'}): the kernel is "
         f"nondeterministic (a race, an uninitialised read, state kept between calls, or atomics — set "
@@ -322,8 +359,6 @@ def verify(
     except CheckFailure as failure:
         rec.fail(failure)
     finally:
-        if run is not None:
-            run.keep.clear()
         if cand is not None and rec.failure is not None:
             sys.modules.pop(cand.module.__name__, None)
     failure = rec.failure

@@ -283,7 +283,11 @@ def main() -> int:
         if triton_module() is not None:
             import_triton_parts()
         # Import every harness module now: the guard watches them.
-        from . import banlist, calls, candidate, loading, numerics, poison, static_check, timing, usertest, verify  # noqa: F401
+        from . import banlist, calls, candidate, checksum, chunks, flops, loading, numerics, poison  # noqa: F401
+        from . import static_check, timing, usertest, verify  # noqa: F401
+
+        # FlopCounterMode (torch >= 2.1) too, before the guard's baseline.
+        flops.counter_module()
         from .device import Device
 
         device = Device(kind)

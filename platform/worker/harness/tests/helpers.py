@@ -53,8 +53,11 @@ class TempFilesCase(unittest.TestCase):
             f.write(textwrap.dedent(source))
         return path
 
-    def problem(self, source: str = ADD_RELU, seeds: Optional[List[int]] = None, **options: Any) -> Problem:
+    def problem(self, source: str = ADD_RELU, seeds: Optional[List[int]] = None, flop_counter: Any = None,
+                **options: Any) -> Problem:
+        """Load a problem from source; options are load_problem request fields
+        (flop_counter stands in for torch.utils.flop_counter)."""
         path = self.write(source, f"problem{self._n + 1}.py")
         req: Dict[str, Any] = {"problem_path": path, "seeds": seeds or SEEDS}
         req.update(options)
-        return load_problem(req, self.device, f"t{self._n}")
+        return load_problem(req, self.device, f"t{self._n}", flop_counter=flop_counter)

@@ -300,6 +300,49 @@ class ChecksTest(TempFilesCase):
             torch.empty_like = saved
         self.assertFails(result, "tamper", "empty_like")
 
+    def test_copies_released_as_soon_as_checked(self) -> None:
+        # What is still alive when each call starts: the memory policy of
+        # PROTOCOL.md (Memory). Draw 1's input copy stays for the caching check,
+        # every draw's output until all draws ran; the rest goes at once.
+        cand = """
+        import weakref
+        import torch
+        refs = []
+        alive = []
+        def kernel_function(x, y):
+            alive.append([r() is not None for r in refs])
+            s = x + y
+            out = s * (s > 0).to(s.dtype)
+            refs.extend([weakref.ref(x), weakref.ref(out)])
+            return out
+        """
+        result, c = self.run_verify(cand)
+        self.assertTrue(result["passed"], result)
+        alive = c.module.alive
+        x1, o1, x2, o2 = True, True, False, True
+        self.assertEqual(alive[1], [x1, o1])  # draw 2
+        self.assertEqual(alive[2], [x1, o1, x2, o2])  # draw 3: draw 2's input copy is gone
+        self.assertEqual(alive[3], [x1, o1, False, False, False, False])  # determinism run: draws 2, 3 gone
+        self.assertEqual(alive[4][:2], [True, False])  # caching run: draw 1's buffers, no outputs
+        self.assertFalse(any(alive[4][2:]))
+
+    def test_stale_result_on_a_reused_address_is_caching(self) -> None:
+        # The allocator may hand a later draw the address of a freed copy: a
+        # kernel caching by pointer then returns an earlier draw's result, which
+        # is named caching, not correctness.
+        cand = """
+        import torch
+        _memo = {}
+        def kernel_function(x, y):
+            key = x.shape
+            if key not in _memo:
+                s = x + y
+                _memo[key] = s * (s > 0).to(s.dtype)
+            return _memo[key].clone()
+        """
+        result, _ = self.run_verify(cand)
+        self.assertFails(result, "caching", "previous result of draw 1 for the inputs of draw 2")
+
     def test_references_intact(self) -> None:
         problem = self.problem()
         from kagent_harness.loading import references_intact

@@ -82,6 +82,57 @@ class GPUTimingTest(unittest.TestCase):
         self.assertFalse(stats["recheck"]["passed"])
 
 
+@unittest.skipUnless(HAS_CUDA, "no GPU")
+class GPUMemoryTest(unittest.TestCase):
+    """PROTOCOL.md's Memory bound on the device itself: the peak of the caching
+    allocator's reserved memory over load + verify + bench (in process)."""
+
+    def test_peak_reserved_within_bound(self) -> None:
+        import shutil
+        import tempfile
+        import textwrap
+
+        from kagent_harness.chunks import CHUNK
+        from kagent_harness.device import Device
+        from kagent_harness.guard import Guard
+        from kagent_harness.loading import load_problem
+        from kagent_harness.timing import DEFAULT_FLUSH_BYTES, BenchParams, bench, make_target
+        from kagent_harness.verify import VerifyOptions, verify
+        from tests.test_memory import CANDIDATE, PROBLEM, SCRATCH
+
+        n = 64 << 20  # 256 MiB inputs and outputs
+        tmp = tempfile.mkdtemp(prefix="kagent-gpumem-")
+        try:
+            problem_path = os.path.join(tmp, "problem.py")
+            cand_path = os.path.join(tmp, "kernel.py")
+            with open(problem_path, "w", encoding="utf-8") as f:
+                f.write(textwrap.dedent(PROBLEM.format(n=n)))
+            with open(cand_path, "w", encoding="utf-8") as f:
+                f.write(textwrap.dedent(CANDIDATE))
+            device = Device("cuda")
+            guard = Guard()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            base = torch.cuda.memory_reserved()
+            torch.cuda.reset_peak_memory_stats()
+            problem = load_problem({"problem_path": problem_path, "seeds": SEEDS}, device, "mem")
+            result, cand = verify(problem, cand_path, VerifyOptions(require_triton=False, check_launch=False), guard)
+            self.assertTrue(result["passed"], result)
+            stats = bench(problem, make_target(problem, "kernel", cand, guard), BenchParams(rep_ms=20, warmup_ms=5),
+                          guard)
+            self.assertEqual(stats["failure"], "", stats)
+            peak = torch.cuda.max_memory_reserved() - base
+            x = y = 4 * n
+            flush = 2 * device.l2_bytes() or DEFAULT_FLUSH_BYTES
+            # Slack for the caching allocator: freed scratch stays reserved in segments of its own sizes.
+            bound = len(SEEDS) * (x + y) + 3 * (x + y) + flush + SCRATCH + 8 * CHUNK
+            self.assertLessEqual(peak, bound, f"peak reserved {peak >> 20} MiB > bound {bound >> 20} MiB")
+            del problem, cand
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            torch.cuda.empty_cache()
+
+
 @unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")
 class GPUWorkerTest(unittest.TestCase):
     """The protocol on the GPU: verify, bench of every target, compare."""

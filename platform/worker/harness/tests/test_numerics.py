@@ -136,6 +136,79 @@ class BitsTest(unittest.TestCase):
         self.assertIn("input 0", first_changed_input([y, 2], [x, 2]) or "")
 
 
+class PiecesTest(unittest.TestCase):
+    """Comparisons in pieces of numerics.CHUNK elements give the answers of a
+    whole-tensor comparison, for contiguous and non-contiguous tensors."""
+
+    def setUp(self) -> None:
+        self.saved = numerics.CHUNK
+        numerics.CHUNK = 7
+        torch.manual_seed(1)
+
+    def tearDown(self) -> None:
+        numerics.CHUNK = self.saved
+
+    def test_max_error_location_and_stats(self) -> None:
+        ref = torch.randn(9, 13)
+        out = ref.clone()
+        out[3, 5] += 0.5
+        out[8, 12] += 0.25
+        c = compare_outputs(out, ref, tol)
+        self.assertFalse(c.ok)
+        self.assertIn("2 of 117 elements differ", c.reason)
+        self.assertIn("at index [3, 5]", c.reason)
+        self.assertAlmostEqual(c.max_abs_err, 0.5, places=5)
+        whole = (out - ref).norm().item() / ref.norm().item()
+        self.assertAlmostEqual(c.rel_l2, whole, places=6)
+
+    def test_non_contiguous(self) -> None:
+        base = torch.randn(13, 9)
+        ref = base.t()  # [9, 13], not contiguous
+        out = ref.contiguous().clone()
+        self.assertTrue(compare_outputs(out, ref, tol).ok)
+        self.assertTrue(bits_equal(out, ref))
+        out[4, 11] = float("nan")
+        c = compare_outputs(out, ref, tol)
+        self.assertEqual(c.check, "unwritten_output")
+        self.assertIn("[4, 11]", c.reason)
+        self.assertFalse(bits_equal(out, ref))
+        self.assertIn("1 of 117 elements differ", numerics.difference_summary(out, ref.contiguous()))
+
+    def test_integers_and_bits(self) -> None:
+        ref = torch.arange(50).reshape(5, 10)
+        out = ref.clone()
+        out[4, 9] = -1
+        c = compare_outputs(out, ref, tol)
+        self.assertIn("1 of 50 elements differ", c.reason)
+        self.assertIn("[4, 9]", c.reason)
+        self.assertFalse(bits_equal(out, ref))
+        self.assertEqual(int(device_violations(out, ref, tol)), 1)
+        a = torch.zeros(40)
+        b = a.clone()
+        b[39] = -0.0
+        self.assertFalse(bits_equal(a, b))  # the sign bit counts
+        self.assertTrue(compare_outputs(b, a, tol).ok)
+
+    def test_difference_summary(self) -> None:
+        a = torch.randn(30)
+        b = a.clone()
+        self.assertEqual(numerics.difference_summary(a, b), "")
+        b[2] += 1.0
+        b[29] = float("nan")
+        self.assertEqual(numerics.difference_summary(a, b), "2 of 30 elements differ (max diff inf)")
+        nan = torch.full((20,), float("nan"))
+        self.assertEqual(numerics.difference_summary(nan, nan.clone()), "")
+
+    def test_complex(self) -> None:
+        ref = torch.randn(11, dtype=torch.complex64)
+        out = ref.clone()
+        self.assertTrue(compare_outputs(out, ref, tol).ok)
+        out[6] = out[6] + 1j
+        c = compare_outputs(out, ref, tol)
+        self.assertFalse(c.ok)
+        self.assertIn("[6]", c.reason)
+
+
 class DeviceViolationsTest(unittest.TestCase):
     def test_counts(self) -> None:
         ref = torch.randn(100)

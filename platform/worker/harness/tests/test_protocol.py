@@ -72,6 +72,13 @@ class WorkerProtocolTest(unittest.TestCase):
         self.assertEqual(r["model_params"], 16 * 32 + 32)
         self.assertEqual(r["tf32"], "forbid")
         self.assertEqual(r["bytes_in"], 8 * 16 * 2)
+        # FLOPs: counted with FlopCounterMode where torch has it (>= 2.1), else null with the reason.
+        self.assertIn("flops", r)
+        self.assertIsInstance(r["flops_note"], str)
+        if r["flops"] is None:
+            self.assertIn("not counted", r["flops_note"])
+        else:
+            self.assertEqual(r["flops"], 2 * 8 * 16 * 32)  # x @ W.T, [8, 16] x [16, 32]
         self.client.request("unload_problem", problem_id=r["problem_id"])
 
     def test_verify_pass_and_fail(self) -> None:

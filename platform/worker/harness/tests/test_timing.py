@@ -72,6 +72,81 @@ class BenchTest(TempFilesCase):
         s = bench(self.problem, self.kernel(fn), BenchParams(warmup_ms=1, rep_ms=5, min_reps=5, rotate=False), self.guard)
         self.assertEqual(s["sets"], 1)
 
+    def test_stored_draws_timed_in_place(self) -> None:
+        stored = {d.inputs[0].data_ptr() for d in self.problem.draws}
+        seen = set()
+
+        def fn(x, y):
+            seen.add(x.data_ptr())
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        s = bench(self.problem, self.kernel(fn), FAST, self.guard)
+        self.assertEqual(s["failure"], "", s)
+        self.assertEqual(seen, stored)  # no copies
+        self.assertIn("stored draws", s["method"])
+
+    def test_input_mutation_while_timed_is_fatal(self) -> None:
+        from kagent_harness.failures import CheckFailure
+        from kagent_harness.loading import references_intact
+
+        calls = [0]
+
+        def fn(x, y):
+            calls[0] += 1
+            if calls[0] == 12:
+                x.mul_(1.5)
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        with self.assertRaises(CheckFailure) as ctx:
+            bench(self.problem, self.kernel(fn), BenchParams(warmup_ms=0, rep_ms=1, min_reps=20, max_reps=20),
+                  self.guard)
+        self.assertEqual(ctx.exception.name, "input_mutation")
+        self.assertTrue(ctx.exception.fatal)
+        self.assertIn("while timed", ctx.exception.reason)
+        self.assertIsNotNone(references_intact(self.problem))
+
+    def test_mutation_then_exception_is_still_fatal(self) -> None:
+        from kagent_harness.failures import CheckFailure
+
+        def fn(x, y):
+            x.zero_()
+            raise RuntimeError("after writing the input")
+
+        with self.assertRaises(CheckFailure) as ctx:
+            bench(self.problem, self.kernel(fn), FAST, self.guard)
+        self.assertEqual(ctx.exception.name, "input_mutation")
+        self.assertTrue(ctx.exception.fatal)
+
+    def test_in_place_targets_get_restored_copies(self) -> None:
+        from kagent_harness.loading import references_intact
+
+        problem = TempFilesCase.problem(self, allow_inplace=True)  # self.problem is the default problem
+        stored = {d.inputs[0].data_ptr() for d in problem.draws}
+        seen = set()
+
+        def fn(x, y):
+            seen.add(x.data_ptr())
+            x.add_(y)
+            x.mul_((x > 0).to(x.dtype))
+
+        s = bench(problem, self.kernel(fn), FAST, self.guard)
+        self.assertEqual(s["failure"], "", s)  # the recheck passes: each timed call starts from the draw
+        self.assertIn("copies", s["method"])
+        self.assertTrue(seen.isdisjoint(stored))
+        self.assertIsNone(references_intact(problem))
+
+    def test_eager_of_an_in_place_reference_gets_copies(self) -> None:
+        from kagent_harness.loading import references_intact
+        from tests.helpers import ADD_RELU
+
+        problem = TempFilesCase.problem(self, ADD_RELU.replace("return torch.relu(x + y)", "return x.add_(y).relu_()"))
+        self.assertTrue(problem.main.ref_mutates_inputs)
+        s = bench(problem, Target("eager", problem.model, False), FAST, self.guard)
+        self.assertIn("copies", s["method"])
+        self.assertIsNone(references_intact(problem))
+
     def test_recheck_catches_late_cheat(self) -> None:
         calls = [0]
 
