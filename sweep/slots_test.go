@@ -3,6 +3,7 @@ package sweep
 import (
 	"github.com/kagent-dev/kagent/platform/cuda"
 	"github.com/kagent-dev/kagent/platform/rocm"
+	"github.com/kagent-dev/kagent/platform/xpu"
 )
 
 // Interface guards: the GPU platforms run one problem per GPU in a sweep.
@@ -10,3 +11,5 @@ var (
 	_ SlotOpener = (*cuda.Platform)(nil)
 	_ SlotOpener = (*rocm.Platform)(nil)
 )
+
+var _ SlotOpener = (*xpu.Platform)(nil)

@@ -53,8 +53,13 @@ type Stack struct {
 	NameTool []string
 	FirstGPU func(out string) (roofline.Device, error)
 
-	// Profiler builds the hardware profiler of one GPU slot.
+	// Profiler builds the hardware profiler of one GPU slot; nil gives the
+	// synthetic roofline (measured time against counted bytes and FLOPs).
 	Profiler func(worker.ProfilerSetup) (platform.Profiler, error)
+
+	// TorchDevice is torch's name for the GPU ("" = cuda, which torch uses
+	// for NVIDIA and AMD GPUs alike; xpu for Intel).
+	TorchDevice string
 }
 
 // Available returns a *platform.UnavailableError when the machine does not
@@ -98,9 +103,12 @@ func (s *Stack) openIDs(ctx context.Context, task *kerneldir.Task, ids []string)
 	for _, id := range ids {
 		slots = append(slots, []string{s.SlotEnv + "=" + id})
 	}
+	device := s.TorchDevice
+	if device == "" {
+		device = "cuda"
+	}
 	return worker.OpenSession(ctx, task, worker.SessionConfig{
-		// torch shows NVIDIA and AMD GPUs alike as its "cuda" device.
-		Python: s.Config.Python, Device: "cuda", Slots: slots, Spare: true, Isolate: true,
+		Python: s.Config.Python, Device: device, Slots: slots, Spare: true, Isolate: true,
 		Engine: worker.EngineOptions{
 			VerifyTimeout: s.Config.VerifyTimeout, BenchTimeout: s.Config.BenchTimeout,
 			RequireTriton: true, Representative: true, WarmupMS: s.Config.WarmupMS, RepMS: s.Config.RepMS,

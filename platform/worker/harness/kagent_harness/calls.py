@@ -43,7 +43,7 @@ def invoke(
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit, MemoryError, CUDA errors ...
         kind, fatal = classify(exc)
-        if device.is_cuda and kind == EXCEPTION:
+        if device.is_gpu and kind == EXCEPTION:
             broken = device.health_check()
             if broken:
                 kind, fatal = CUDA_ERROR, True

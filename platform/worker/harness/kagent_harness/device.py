@@ -1,4 +1,5 @@
-"""The device the worker owns: cuda (NVIDIA or ROCm builds of torch) or cpu.
+"""The device the worker owns: cuda (NVIDIA or ROCm builds of torch), xpu
+(Intel GPUs through torch.xpu; not yet run on Intel hardware) or cpu.
 
 Everything the harness needs from torch for timing and memory is captured when
 this module is imported, before any candidate runs, so a candidate that patches
@@ -24,36 +25,71 @@ _Event: Any = torch.cuda.Event if _HAS_CUDA_API else None
 _ev_record: Any = torch.cuda.Event.record if _HAS_CUDA_API else None
 _ev_elapsed: Any = torch.cuda.Event.elapsed_time if _HAS_CUDA_API else None
 
+_XPU: Any = getattr(torch, "xpu", None)
+_xpu_sync: Optional[Callable[..., None]] = getattr(_XPU, "synchronize", None)
+_XEvent: Any = getattr(_XPU, "Event", None)
+_xev_record: Any = getattr(_XEvent, "record", None)
+_xev_elapsed: Any = getattr(_XEvent, "elapsed_time", None)
+
 
 class Device:
     """A torch device with the few operations the harness needs."""
 
     def __init__(self, kind: str) -> None:
-        if kind not in ("cuda", "cpu"):
-            raise ValueError(f"unsupported KAGENT_DEVICE {kind!r} (want cuda or cpu)")
+        if kind not in ("cuda", "xpu", "cpu"):
+            raise ValueError(f"unsupported KAGENT_DEVICE {kind!r} (want cuda, xpu or cpu)")
         if kind == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("KAGENT_DEVICE=cuda but torch.cuda.is_available() is False")
+        if kind == "xpu" and (_XPU is None or not _XPU.is_available() or _XEvent is None):
+            raise RuntimeError("KAGENT_DEVICE=xpu but this torch has no usable torch.xpu (needs torch >= 2.5 with XPU support)")
         self.type = kind
-        self.torch_device = torch.device("cuda", torch.cuda.current_device()) if kind == "cuda" else torch.device("cpu")
+        if kind == "cuda":
+            self.torch_device = torch.device("cuda", torch.cuda.current_device())
+        elif kind == "xpu":
+            self.torch_device = torch.device("xpu", _XPU.current_device())
+        else:
+            self.torch_device = torch.device("cpu")
 
     @property
     def is_cuda(self) -> bool:
+        """The CUDA API (NVIDIA, or ROCm through HIP)."""
         return self.type == "cuda"
+
+    @property
+    def is_gpu(self) -> bool:
+        """An accelerator with its own queue and timing events (cuda or xpu)."""
+        return self.type in ("cuda", "xpu")
+
+    def _api(self) -> Any:
+        return torch.cuda if self.is_cuda else _XPU
 
     def synchronize(self) -> None:
         """Wait for all work on the device (all streams)."""
         if self.is_cuda and _cuda_sync is not None:
             _cuda_sync()
+        elif self.type == "xpu" and _xpu_sync is not None:
+            _xpu_sync()
 
     def default_device(self) -> contextlib.AbstractContextManager:
         """Context in which factory calls without a device allocate on this
         device (torch >= 2.0); a no-op on older torch, where callers fall back
         to ``.to(device)``."""
-        if self.is_cuda and hasattr(torch.device, "__enter__"):
+        if self.is_gpu and hasattr(torch.device, "__enter__"):
             return self.torch_device  # type: ignore[return-value]
         return contextlib.nullcontext()
 
     def info(self) -> Dict[str, Any]:
+        if self.type == "xpu":
+            props = _XPU.get_device_properties(self.torch_device)
+            return {
+                "type": "xpu",
+                "name": props.name,
+                "capability": str(getattr(props, "version", "") or ""),
+                "total_memory": int(props.total_memory),
+                "l2_bytes": int(getattr(props, "l2_cache_size", 0) or 0),
+                "sm_count": int(getattr(props, "max_compute_units", 0) or getattr(props, "gpu_subslice_count", 0) or 0),
+                "hip": False,
+            }
         if self.is_cuda:
             props = torch.cuda.get_device_properties(self.torch_device)
             return {
@@ -81,22 +117,26 @@ class Device:
     def free_memory(self) -> int:
         """Bytes that could still be allocated (free on the device plus the
         allocator's cached free blocks)."""
-        if self.is_cuda:
-            free, _total = torch.cuda.mem_get_info(self.torch_device)
-            cached = torch.cuda.memory_reserved(self.torch_device) - torch.cuda.memory_allocated(self.torch_device)
+        if self.is_gpu:
+            api = self._api()
+            cached = api.memory_reserved(self.torch_device) - api.memory_allocated(self.torch_device)
+            if hasattr(api, "mem_get_info"):
+                free, _total = api.mem_get_info(self.torch_device)
+            else:
+                free = int(self.info()["total_memory"]) - api.memory_reserved(self.torch_device)
             return int(free + max(cached, 0))
         return _meminfo("MemAvailable")
 
     def empty_cache(self) -> None:
-        if self.is_cuda:
-            torch.cuda.empty_cache()
+        if self.is_gpu:
+            self._api().empty_cache()
 
     def health_check(self) -> Optional[str]:
         """None if the device still works, else the error (CUDA errors are sticky)."""
-        if not self.is_cuda:
+        if not self.is_gpu:
             return None
         try:
-            _cuda_sync()  # type: ignore[misc]
+            self.synchronize()
             torch.zeros(1, device=self.torch_device).add_(1).item()
         except BaseException as exc:  # noqa: BLE001 - any failure means a poisoned context
             return f"{type(exc).__name__}: {exc}"
@@ -105,21 +145,27 @@ class Device:
     # Timers -----------------------------------------------------------------
 
     def event(self) -> Any:
-        """A timing event (cuda) or a host timestamp holder (cpu)."""
+        """A timing event (cuda, xpu) or a host timestamp holder (cpu)."""
         if self.is_cuda:
             return _Event(enable_timing=True)
+        if self.type == "xpu":
+            return _XEvent(enable_timing=True)
         return _HostMark()
 
     def record(self, ev: Any) -> None:
         if self.is_cuda:
             _ev_record(ev)
+        elif self.type == "xpu":
+            _xev_record(ev)
         else:
             ev.t = perf_counter()
 
     def elapsed_ms(self, start: Any, end: Any) -> float:
-        """Milliseconds between two recorded events (after synchronize on cuda)."""
+        """Milliseconds between two recorded events (after synchronize on a GPU)."""
         if self.is_cuda:
             return float(_ev_elapsed(start, end))
+        if self.type == "xpu":
+            return float(_xev_elapsed(start, end))
         return (end.t - start.t) * 1e3
 
 

@@ -206,7 +206,7 @@ def _guarded(problem: Problem, sets: List[_InputSet], targets: Sequence[Target],
 
 def _flush_buffer(problem: Problem, params: BenchParams) -> Optional[torch.Tensor]:
     dev = problem.device
-    if not dev.is_cuda:
+    if not dev.is_gpu:
         return None
     size = params.flush_bytes or (2 * dev.l2_bytes() or DEFAULT_FLUSH_BYTES)
     return torch.empty(max(1, size // 4), dtype=torch.int32, device=dev.torch_device)
@@ -259,7 +259,7 @@ class _Timer:
 
     def _fail(self, exc: BaseException, what: str) -> CheckFailure:
         kind, fatal = classify(exc)
-        if self.dev.is_cuda and kind == F.EXCEPTION and self.dev.health_check():
+        if self.dev.is_gpu and kind == F.EXCEPTION and self.dev.health_check():
             kind, fatal = F.CUDA_ERROR, True
         return CheckFailure(kind, f"{self.target.label}: {what} raised {describe(exc)}", fatal)
 
@@ -342,7 +342,7 @@ class _Timer:
     def host_check(self) -> Optional[Dict[str, Any]]:
         """Event time vs host time around a device-wide synchronize."""
         dev = self.dev
-        if not dev.is_cuda:
+        if not dev.is_gpu:
             return None
         median = sorted(self.times)[len(self.times) // 2] if self.times else self.estimate_ms
         calls = max(3, min(500, int(math.ceil(HOST_BATCH_MS / max(median, 1e-3)))))
@@ -374,9 +374,9 @@ class _Timer:
         copies = "copies" if any(s.pristine is not None for s in self.sets) else "the stored draws"
         sets = f"{len(self.sets)} input set(s) rotated ({copies})"
         warm = f"{self.warmup_calls} warm-up calls (~{self.params.warmup_ms:g} ms)"
-        if self.dev.is_cuda:
+        if self.dev.is_gpu:
             flush = self.flush.numel() * 4 / (1 << 20) if self.flush is not None else 0
-            return f"cuda events around each call, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
+            return f"{self.dev.type} events around each call, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
         return f"time.perf_counter around each call (cpu: not representative), {sets}, {warm}"
 
 
@@ -396,7 +396,7 @@ def _report(timer: _Timer) -> Dict[str, Any]:
         {
             "target": timer.target.label,
             "method": timer.method(),
-            "representative": timer.dev.is_cuda,
+            "representative": timer.dev.is_gpu,
             "estimate_ms": timer.estimate_ms,
             "warmup_calls": timer.warmup_calls,
             "sets": len(timer.sets),

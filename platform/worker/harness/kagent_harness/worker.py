@@ -229,7 +229,7 @@ class Worker:
             kind, fatal = classify(exc)
             if kind == "exception":
                 kind = "internal"
-            if self.device.is_cuda and not fatal and self.device.health_check():
+            if self.device.is_gpu and not fatal and self.device.health_check():
                 fatal = True
                 kind = "cuda_error"
             return error(rid, kind, f"{op}: {describe(exc)}", fatal), (EXIT_FATAL if fatal else None)
