@@ -7,7 +7,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/gpu"
 	"github.com/kagent-dev/kagent/platform/worker"
@@ -27,8 +26,9 @@ func init() {
 
 // Platform is the NVIDIA platform.
 type Platform struct {
-	cfg   platform.Config
-	stack gpu.Stack
+	cfg platform.Config
+	// Stack supplies Open, OpenSlot, Slots, Specs and Executes.
+	gpu.Stack
 }
 
 // New builds the platform; nothing runs until Open.
@@ -38,7 +38,7 @@ func New(cfg platform.Config) (*Platform, error) {
 		return nil, err
 	}
 	p := &Platform{cfg: cfg}
-	p.stack = gpu.Stack{
+	p.Stack = gpu.Stack{
 		Name:    Name,
 		Config:  cfg,
 		DB:      db,
@@ -66,9 +66,6 @@ func firstGPU(out string) (roofline.Device, error) {
 // Name returns "cuda".
 func (p *Platform) Name() string { return Name }
 
-// Executes is true.
-func (p *Platform) Executes() bool { return true }
-
 // gpus finds the visible NVIDIA GPUs.
 var gpus = gpu.Lister{
 	Env:   []string{slotEnv},
@@ -79,24 +76,6 @@ var gpus = gpu.Lister{
 // GPUs lists the visible GPU ids: CUDA_VISIBLE_DEVICES when set, else the
 // indices nvidia-smi reports.
 func GPUs(ctx context.Context) []string { return gpus.IDs(ctx) }
-
-// Open starts one worker per visible GPU and binds them to the task.
-func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Session, error) {
-	return p.stack.Open(ctx, task)
-}
-
-// Slots lists the visible GPUs, for sweeps that run one problem per GPU.
-func (p *Platform) Slots(ctx context.Context) []string { return p.stack.Slots(ctx) }
-
-// OpenSlot binds workers on one GPU to the task.
-func (p *Platform) OpenSlot(ctx context.Context, task *kerneldir.Task, id string) (platform.Session, error) {
-	return p.stack.OpenSlot(ctx, task, id)
-}
-
-// Specs returns the configured GPU, else the first GPU nvidia-smi names.
-func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
-	return p.stack.Specs(ctx)
-}
 
 // Analyzer places ncu metrics on the roofline (95% counts as at the roofline).
 func (p *Platform) Analyzer() platform.RooflineAnalyzer {

@@ -71,6 +71,9 @@ func (s *Stack) Available() error {
 	return nil
 }
 
+// Executes is true: GPU platforms run kernels.
+func (s *Stack) Executes() bool { return true }
+
 // Open starts one worker per visible GPU and binds them to the task.
 func (s *Stack) Open(ctx context.Context, task *kerneldir.Task) (platform.Session, error) {
 	if err := s.check(task); err != nil {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/gpu"
 	"github.com/kagent-dev/kagent/platform/worker"
@@ -38,8 +37,9 @@ func init() {
 
 // Platform is the AMD platform.
 type Platform struct {
-	cfg   platform.Config
-	stack gpu.Stack
+	cfg platform.Config
+	// Stack supplies Open, OpenSlot, Slots, Specs and Executes.
+	gpu.Stack
 }
 
 // New builds the platform; it does not touch the GPU until Open.
@@ -49,7 +49,7 @@ func New(cfg platform.Config) (*Platform, error) {
 		return nil, err
 	}
 	p := &Platform{cfg: cfg}
-	p.stack = gpu.Stack{
+	p.Stack = gpu.Stack{
 		Name:    Name,
 		Config:  cfg,
 		DB:      db,
@@ -79,9 +79,6 @@ func New(cfg platform.Config) (*Platform, error) {
 // Name returns "rocm".
 func (p *Platform) Name() string { return Name }
 
-// Executes is true: this platform runs kernels.
-func (p *Platform) Executes() bool { return true }
-
 // gpus finds the visible AMD GPUs.
 var gpus = gpu.Lister{
 	Env:   []string{"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"},
@@ -102,24 +99,6 @@ func gpuAgents(rocminfo string) []string {
 		}
 	}
 	return ids
-}
-
-// Open starts one worker per visible GPU and binds them to the task.
-func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Session, error) {
-	return p.stack.Open(ctx, task)
-}
-
-// Slots lists the visible GPUs, for sweeps that run one problem per GPU.
-func (p *Platform) Slots(ctx context.Context) []string { return p.stack.Slots(ctx) }
-
-// OpenSlot binds workers on one GPU to the task.
-func (p *Platform) OpenSlot(ctx context.Context, task *kerneldir.Task, id string) (platform.Session, error) {
-	return p.stack.OpenSlot(ctx, task, id)
-}
-
-// Specs looks up the configured GPU name, else the first GPU rocminfo names.
-func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
-	return p.stack.Specs(ctx)
 }
 
 // rocprofProfiler builds the rocprofv3 profiler of one GPU slot. Every pass

@@ -9,10 +9,8 @@
 package xpu
 
 import (
-	"context"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/gpu"
 	"github.com/kagent-dev/kagent/platform/worker"
@@ -31,8 +29,9 @@ func init() {
 
 // Platform is the Intel GPU platform.
 type Platform struct {
-	cfg   platform.Config
-	stack gpu.Stack
+	cfg platform.Config
+	// Stack supplies Open, OpenSlot, Slots, Specs and Executes.
+	gpu.Stack
 }
 
 // New builds the platform; nothing runs until Open.
@@ -42,7 +41,7 @@ func New(cfg platform.Config) (*Platform, error) {
 		return nil, err
 	}
 	p := &Platform{cfg: cfg}
-	p.stack = gpu.Stack{
+	p.Stack = gpu.Stack{
 		Name:    Name,
 		Config:  cfg,
 		DB:      db,
@@ -97,27 +96,6 @@ func firstGPU(out string) (roofline.Device, error) {
 
 // Name returns "xpu".
 func (p *Platform) Name() string { return Name }
-
-// Executes is true: this platform runs kernels.
-func (p *Platform) Executes() bool { return true }
-
-// Open starts one worker per visible Intel GPU and binds them to the task.
-func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Session, error) {
-	return p.stack.Open(ctx, task)
-}
-
-// Slots lists the visible GPUs, for sweeps that run one problem per GPU.
-func (p *Platform) Slots(ctx context.Context) []string { return p.stack.Slots(ctx) }
-
-// OpenSlot binds workers on one GPU to the task.
-func (p *Platform) OpenSlot(ctx context.Context, task *kerneldir.Task, id string) (platform.Session, error) {
-	return p.stack.OpenSlot(ctx, task, id)
-}
-
-// Specs returns the configured GPU, else the first GPU xpu-smi names.
-func (p *Platform) Specs(ctx context.Context) (roofline.Specs, error) {
-	return p.stack.Specs(ctx)
-}
 
 // Analyzer is the synthetic roofline analyzer (85% counts as at the roofline).
 func (p *Platform) Analyzer() platform.RooflineAnalyzer {
