@@ -10,6 +10,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/roofline"
 )
@@ -75,6 +76,7 @@ func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, 
 	if !ok {
 		return nil, &fatalError{fmt.Errorf("diagnose: parent %s is not recorded", parentID)}
 	}
+	parent = l.parentMetrics(ctx, parent)
 	var metrics []prompts.Metric
 	if parent.Metrics != nil {
 		metrics = prompts.MetricsFromRaw(parent.Metrics.Raw)
@@ -108,6 +110,27 @@ func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, 
 		return nil, &fatalError{err}
 	}
 	return d.Bottlenecks, nil
+}
+
+// parentMetrics profiles a parent the profiling policy skipped (a beam
+// parent slower than its own parent), so that its diagnosis sees real
+// metrics. The profile feeds the prompt and the parent's metrics file; the
+// stored metrics stay the synthetic ones.
+func (l *loop) parentMetrics(ctx context.Context, parent store.Candidate) store.Candidate {
+	if l.cfg.ProfileCandidates == configs.ProfileNone || parent.Metrics == nil || parent.Timing == nil ||
+		!strings.HasPrefix(parent.Metrics.Fallback, notProfiled) {
+		return parent
+	}
+	if _, err := l.materialize(parent); err != nil {
+		return parent
+	}
+	m, res := l.profile(ctx, l.platformCandidate(parent), *parent.Timing, "")
+	if ctx.Err() != nil {
+		return parent
+	}
+	_ = l.art.writeJSON(candidateFile(parent.ID, "metrics.json"), map[string]any{"metrics": m, "roofline": res})
+	parent.Metrics, parent.Roofline = &m, &res
+	return parent
 }
 
 // times are the measurements a prompt about kernel k shows.

@@ -71,17 +71,28 @@ func timingFault(err error) (platform.Verdict, bool) {
 	return platform.Verdict{}, false
 }
 
+// notProfiled starts the Fallback of a candidate the profiling policy
+// skipped; such a candidate is profiled if it becomes a parent.
+const notProfiled = "not profiled: "
+
 // profile measures a kernel's metrics and places it on the roofline. A
 // profiler that cannot run here (noop, not implemented, failed) falls back
 // to the synthetic roofline: the measured time against the bytes and FLOPs
 // counted from the problem's tensors.
-func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Timing) (roofline.Metrics, roofline.Result) {
-	m, err := l.in.Session.Profile(ctx, c)
-	if err != nil {
-		if ctx.Err() == nil {
-			l.log.Warn("profiling failed; using the synthetic roofline", "candidate", c.ID, "err", err)
+// With real false the profiler is not run (see configs.ProfileCandidates)
+// and skipped says why.
+func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Timing, skipped string) (roofline.Metrics, roofline.Result) {
+	var m roofline.Metrics
+	if skipped != "" {
+		m = roofline.Metrics{Source: "synthetic", Fallback: notProfiled + skipped}
+	} else {
+		var err error
+		if m, err = l.in.Session.Profile(ctx, c); err != nil {
+			if ctx.Err() == nil {
+				l.log.Warn("profiling failed; using the synthetic roofline", "candidate", c.ID, "err", err)
+			}
+			m = roofline.Metrics{Source: "synthetic", Fallback: "profiler: " + oneLine(err.Error())}
 		}
-		m = roofline.Metrics{Source: "synthetic", Fallback: "profiler: " + oneLine(err.Error())}
 	}
 	if m.Source == "" {
 		m.Source = "synthetic"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
 )
@@ -410,12 +411,37 @@ func (l *loop) timeCandidate(ctx context.Context, c store.Candidate) (store.Cand
 	return c, nil
 }
 
+// skipProfile says why the profiling policy leaves a timed candidate on the
+// synthetic roofline, or "" to run the profiler. Under "improving" only the
+// input and candidates faster than their parent are profiled: a slower one
+// cannot be promoted, and one that still becomes a beam parent is profiled
+// before its diagnosis (parentMetrics).
+func (l *loop) skipProfile(ctx context.Context, c store.Candidate) string {
+	switch l.cfg.ProfileCandidates {
+	case configs.ProfileNone:
+		return "profile_candidates is none"
+	case configs.ProfileAll:
+		return ""
+	}
+	if c.ParentID == "" || c.Timing == nil {
+		return ""
+	}
+	parent, err := l.st.Candidate(ctx, l.runID, c.ParentID)
+	if err != nil || parent.Timing == nil || parent.Timing.MedianMS <= 0 {
+		return ""
+	}
+	if c.Timing.MedianMS < parent.Timing.MedianMS {
+		return ""
+	}
+	return fmt.Sprintf("%.4g ms is not faster than its parent's %.4g ms", c.Timing.MedianMS, parent.Timing.MedianMS)
+}
+
 // profileCandidate profiles a timed candidate and places it on the roofline.
 func (l *loop) profileCandidate(ctx context.Context, c store.Candidate) (store.Candidate, error) {
 	if _, err := l.materialize(c); err != nil {
 		return c, err
 	}
-	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing)
+	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, l.skipProfile(ctx, c))
 	if err := ctx.Err(); err != nil {
 		return c, err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/noop"
+	"github.com/kagent-dev/kagent/roofline"
 )
 
 // fakeTuner proposes the test kernels as "knob variants".
@@ -128,5 +131,71 @@ func TestDryRun(t *testing.T) {
 	}
 	if k, _ := os.ReadFile(filepath.Join(runDir, res.Kernel)); string(k) != candidateSource(t, "fast.py") {
 		t.Errorf("dry-run kernel.py is not the rewrite")
+	}
+}
+
+// countingSession records the candidates the profiler is asked to run on.
+type countingSession struct {
+	platform.Session
+	mu       sync.Mutex
+	profiled []string
+}
+
+func (s *countingSession) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
+	s.mu.Lock()
+	s.profiled = append(s.profiled, c.ID)
+	s.mu.Unlock()
+	return s.Session.Profile(ctx, c)
+}
+
+// TestProfilePolicy: profile_candidates decides which timed candidates reach
+// the profiler; the others are on the synthetic roofline with the reason.
+func TestProfilePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		want   []string // directions profiled
+	}{
+		{configs.ProfileImproving, []string{"input", "tune: FUSED=1"}},
+		{configs.ProfileAll, []string{"input", "tune: FUSED=1", "tune: ROWS=1"}},
+		{configs.ProfileNone, nil},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			e := newEnv(t, kernelDir(t))
+			cfg := testConfig(configs.StrategyTune)
+			cfg.MaxRounds = 1
+			cfg.StrategyConfig.MaxVariants = 2
+			cfg.ProfileCandidates = tc.policy
+			var calls atomic.Int32
+			in := e.input(cfg, nil)
+			in.Tuner = fakeTuner(t, &calls)
+			cs := &countingSession{Session: e.sess}
+			in.Session = cs
+			res, err := Run(context.Background(), in)
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			all := mustCandidates(t, e.store, res.RunID)
+			var got []string
+			for _, id := range cs.profiled {
+				c := all[id]
+				if c.ParentID == "" {
+					got = append(got, "input")
+				} else {
+					got = append(got, c.Direction)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("profiled %v, want %v", got, tc.want)
+			}
+			for id, c := range all {
+				if c.Metrics == nil || slices.Contains(cs.profiled, id) {
+					continue
+				}
+				if !strings.HasPrefix(c.Metrics.Fallback, notProfiled) || c.Roofline == nil {
+					t.Errorf("%s (%s) not profiled but fallback %q, roofline %v", id, c.Direction, c.Metrics.Fallback, c.Roofline)
+				}
+			}
+		})
 	}
 }

@@ -21,6 +21,13 @@ const (
 	StrategyNoop   = "noop"
 )
 
+// Profiling policies (profile_candidates).
+const (
+	ProfileImproving = "improving"
+	ProfileAll       = "all"
+	ProfileNone      = "none"
+)
+
 // Config is everything a run can be told. YAML keys are KernelAgent's where it
 // has one, so its configs load unchanged.
 type Config struct {
@@ -40,7 +47,13 @@ type Config struct {
 	GPUName        string            `yaml:"gpu_name"`
 	SpecsFile      string            `yaml:"specs_file"`
 	NCUBinPath     string            `yaml:"ncu_bin_path"`
-	Python         string            `yaml:"python"`
+	// ProfileCandidates says which timed candidates the platform's profiler
+	// (ncu, rocprofv3) runs on: "improving" (the default: the input and every
+	// candidate faster than its parent, the only ones that can become a
+	// parent; a parent without a profile is profiled before its diagnosis),
+	// "all", or "none". The others are placed on the synthetic roofline.
+	ProfileCandidates string `yaml:"profile_candidates"`
+	Python            string `yaml:"python"`
 
 	BenchmarkWarmup     float64 `yaml:"benchmark_warmup"` // milliseconds of warm-up
 	BenchmarkRepeat     float64 `yaml:"benchmark_repeat"` // milliseconds of measurement
@@ -188,6 +201,7 @@ func Default() Config {
 		Strategy:            StrategyGreedy,
 		StrategyConfig:      StrategyConfig{NumTopKernels: 2, NumBottlenecks: 2, MaxNoImprovement: 3, MaxVariants: 8},
 		MaxRounds:           10,
+		ProfileCandidates:   ProfileImproving,
 		NumWorkers:          1,
 		RefineAttempts:      3,
 		BenchmarkWarmup:     25,

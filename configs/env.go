@@ -24,6 +24,7 @@ var Env = []EnvVar{
 	{"KAGENT_SPECS_FILE", "YAML file of extra or overriding GPU specs", func(c *Config, v string) error { c.SpecsFile = v; return nil }},
 	{"KAGENT_MAX_ROUNDS", "maximum optimization rounds", intSetter(func(c *Config) *int { return &c.MaxRounds })},
 	{"KAGENT_NUM_WORKERS", "candidates evaluated at once", intSetter(func(c *Config) *int { return &c.NumWorkers })},
+	{"KAGENT_PROFILE_CANDIDATES", "candidates the profiler runs on: improving (default), all, none", func(c *Config, v string) error { c.ProfileCandidates = v; return nil }},
 	{"KAGENT_PYTHON", "Python interpreter that runs the harness (needs torch; triton on GPUs)", func(c *Config, v string) error { c.Python = v; return nil }},
 	{"KAGENT_NCU_BIN", "Nsight Compute binary (ncu_bin_path)", func(c *Config, v string) error { c.NCUBinPath = v; return nil }},
 	{"KAGENT_LLM_PROVIDER", "LLM provider: openai (any OpenAI-compatible server), anthropic, google, bedrock", func(c *Config, v string) error { c.LLM.Provider = v; return nil }},

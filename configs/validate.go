@@ -8,6 +8,8 @@ import (
 // Platforms kagent knows by name (the registry holds the implementations).
 var knownPlatforms = []string{"cuda", "rocm", "xpu", "cpu", "noop"}
 
+var profilePolicies = []string{ProfileImproving, ProfileAll, ProfileNone}
+
 var knownStrategies = []string{StrategyGreedy, StrategyBeam, StrategyTune, StrategyNoop}
 
 // LLMProviders are the llm.provider names (and aliases) the LLM layer
@@ -29,6 +31,9 @@ func (c *Config) Validate() error {
 	}
 	if t := c.TargetPlatform; t != "" && !contains([]string{"cuda", "rocm", "xpu"}, t) {
 		add("target_platform %q is not one of cuda, rocm, xpu", t)
+	}
+	if !contains(profilePolicies, c.ProfileCandidates) {
+		add("profile_candidates %q is not one of %s", c.ProfileCandidates, strings.Join(profilePolicies, ", "))
 	}
 	if c.MaxRounds < 1 {
 		add("max_rounds is %d: set it to 1 or more", c.MaxRounds)

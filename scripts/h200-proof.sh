@@ -2,14 +2,30 @@
 # Runs kagent's GPU proofs on an NVIDIA machine and leaves logs and tables in $OUT.
 # Expects prebuilt linux/amd64 binaries in bin/ (make gpu-binaries):
 #   bin/kagent, bin/enginebench, bin/worker.test
-# Usage: OUT=/tmp/out scripts/h200-proof.sh [steps...]   (steps: doctor suite eval bench profile)
+# Usage: OUT=/tmp/out [BUDGET=seconds] scripts/h200-proof.sh [steps...]
+#   steps: doctor suite eval bench profile greedy beam tune[:EXAMPLE,...] sweep
+# With BUDGET set, each step's timeout is cut to what is left of it and a step
+# that cannot get 30 s is skipped (the device machine's call limit).
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-proof}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 KAGENT_CACHE_DIR=${KAGENT_CACHE_DIR:-/tmp/kagent-cache}
 PY=${PY:-python3}
 steps=${*:-doctor bench suite profile eval}
+BUDGET=${BUDGET:-100000}
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/steps.log"; }
+# tmo N: N seconds, or what is left of the budget (less a margin) if smaller.
+tmo() { local left=$((BUDGET - SECONDS - 10)); if ((left < $1)); then echo $left; else echo "$1"; fi; }
+# timed NAME LIMIT CMD...: runs CMD under the cut timeout, logs exit status and wall time.
+timed() {
+  local name=$1 limit; limit=$(tmo "$2"); shift 2
+  if ((limit < 30)); then log "skip $name (budget)"; return 0; fi
+  local t0=$SECONDS
+  timeout "$limit" "$@"
+  local rc=$?
+  echo "$name exit $rc wall $((SECONDS - t0)) s (limit $limit s)" | tee -a "$OUT/steps.log"
+}
+examples="rmsnorm softmax layernorm matvec swiglu fused_residual_rmsnorm"
 
 for step in $steps; do
   case $step in
@@ -44,6 +60,40 @@ for step in $steps; do
     t0=$SECONDS
     timeout 200 bin/kagent profile --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>&1 | tee "$OUT/profile-rmsnorm.txt"
     echo "profile wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"
+    ;;
+  greedy)
+    log "optimize rmsnorm greedy, replayed transcript"
+    timed greedy 330 bin/kagent optimize --kernel-dir examples/rmsnorm --strategy greedy --platform cuda --python "$PY" \
+      --llm-replay examples/rmsnorm/transcript --llm-replay-match purpose --max-rounds 4 \
+      --out "$OUT/rmsnorm-greedy" --events "$OUT/rmsnorm-greedy.jsonl" >"$OUT/rmsnorm-greedy.txt" 2>&1
+    tail -25 "$OUT/rmsnorm-greedy.txt"
+    ;;
+  beam)
+    log "optimize rmsnorm beam_search, replayed transcript"
+    timed beam 330 bin/kagent optimize --kernel-dir examples/rmsnorm --strategy beam_search --platform cuda --python "$PY" \
+      --llm-replay examples/rmsnorm/transcript --llm-replay-match purpose --max-rounds 2 \
+      --out "$OUT/rmsnorm-beam" --events "$OUT/rmsnorm-beam.jsonl" >"$OUT/rmsnorm-beam.txt" 2>&1
+    tail -25 "$OUT/rmsnorm-beam.txt"
+    ;;
+  tune*)
+    list=$examples
+    [[ $step == tune:* ]] && list=${step#tune:} && list=${list//,/ }
+    for ex in $list; do
+      log "optimize $ex tune"
+      timed "tune-$ex" 150 bin/kagent optimize --kernel-dir "examples/$ex" --strategy tune --platform cuda --python "$PY" \
+        --max-rounds 2 --out "$OUT/tune-$ex" --events "$OUT/tune-$ex.jsonl" >"$OUT/tune-$ex.txt" 2>&1
+      tail -6 "$OUT/tune-$ex.txt"
+    done
+    ;;
+  sweep)
+    log "sweep of the GPU test problems, replayed transcript"
+    timed sweep 500 bin/kagent sweep --kernelbench sweep/testdata/gpu --level 1 --problems 1-8 --strategy greedy \
+      --platform cuda --python "$PY" --llm-replay sweep/testdata/gpu/transcript --max-rounds 1 \
+      --out "$OUT/sweep" >"$OUT/sweep.txt" 2>&1
+    tail -30 "$OUT/sweep.txt"
+    ;;
+  *)
+    echo "unknown step $step" >&2
     ;;
   esac
 done
