@@ -4,6 +4,8 @@
 #   bin/kagent, bin/enginebench, bin/worker.test
 # Usage: OUT=/tmp/out [BUDGET=seconds] scripts/h200-proof.sh [steps...]
 #   steps: doctor suite eval bench profile greedy beam tune[:EXAMPLE,...] sweep
+#   (TUNE_ROUNDS, TUNE_LIMIT: tune's --max-rounds and per-example time limit)
+# Everything but steps.log ends in $OUT/kagent-proof.tgz.
 # With BUDGET set, each step's timeout is cut to what is left of it and a step
 # that cannot get 30 s is skipped (the device machine's call limit).
 set -uo pipefail
@@ -80,15 +82,15 @@ for step in $steps; do
     [[ $step == tune:* ]] && list=${step#tune:} && list=${list//,/ }
     for ex in $list; do
       log "optimize $ex tune"
-      timed "tune-$ex" 150 bin/kagent optimize --kernel-dir "examples/$ex" --strategy tune --platform cuda --python "$PY" \
-        --max-rounds 2 --out "$OUT/tune-$ex" --events "$OUT/tune-$ex.jsonl" >"$OUT/tune-$ex.txt" 2>&1
+      timed "tune-$ex" "${TUNE_LIMIT:-150}" bin/kagent optimize --kernel-dir "examples/$ex" --strategy tune --platform cuda --python "$PY" \
+        --max-rounds "${TUNE_ROUNDS:-2}" --out "$OUT/tune-$ex" --events "$OUT/tune-$ex.jsonl" >"$OUT/tune-$ex.txt" 2>&1
       tail -6 "$OUT/tune-$ex.txt"
     done
     ;;
   sweep)
     log "sweep of the GPU test problems, replayed transcript"
     timed sweep 500 bin/kagent sweep --kernelbench sweep/testdata/gpu --level 1 --problems 1-8 --strategy greedy \
-      --platform cuda --python "$PY" --llm-replay sweep/testdata/gpu/transcript --max-rounds 1 \
+      --platform cuda --python "$PY" --llm-replay sweep/testdata/gpu/transcript --max-rounds 1 --seeds 1 \
       --out "$OUT/sweep" >"$OUT/sweep.txt" 2>&1
     tail -30 "$OUT/sweep.txt"
     ;;
@@ -98,3 +100,6 @@ for step in $steps; do
   esac
 done
 log done
+# The device tool returns at most 8 files: everything but the step log goes
+# into one archive.
+(cd "$OUT" && tar czf /tmp/kagent-proof.tgz --exclude=kagent-proof.tgz . && find . -mindepth 1 -maxdepth 1 ! -name steps.log -exec rm -rf {} + && mv /tmp/kagent-proof.tgz .)

@@ -34,6 +34,9 @@ type profileReport struct {
 	Metrics  roofline.Metrics `json:"metrics"`
 	Roofline roofline.Result  `json:"roofline"`
 	Seconds  float64          `json:"profile_seconds"`
+	// ProblemFloorMS is the floor of the problem itself: its inputs read and
+	// outputs written once at peak bandwidth, or its FLOPs at peak rate.
+	ProblemFloorMS float64 `json:"problem_floor_ms,omitempty"`
 }
 
 func runProfile(c *cli.Context) error {
@@ -58,6 +61,11 @@ func runProfile(c *cli.Context) error {
 	}
 	rep := profileReport{Kernel: cand.Path, Platform: s.platform.Name(), GPU: specs.Name, Metrics: m,
 		Roofline: s.platform.Analyzer().Analyze(m, specs), Seconds: time.Since(start).Seconds()}
+	if ws, ok := sess.(*worker.Session); ok {
+		if f, err := ws.Floor(c.Context); err == nil {
+			rep.ProblemFloorMS = f
+		}
+	}
 	if c.Bool("json") {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(c.App.Writer, string(b))
@@ -92,7 +100,10 @@ func printProfile(w io.Writer, r profileReport) {
 	t.row("headroom", fmt.Sprintf("%.1f%%", rl.Headroom))
 	t.row("at roofline", fmt.Sprint(rl.AtRoofline))
 	if rl.FloorMS > 0 {
-		t.row("roofline floor", fmt.Sprintf("%.4f ms (the kernel takes %.2fx the floor)", rl.FloorMS, m.TimeMS/rl.FloorMS))
+		t.row("its traffic at peak", fmt.Sprintf("%.4f ms (the bytes and FLOPs this kernel moved, at peak rates)", rl.FloorMS))
+	}
+	if r.ProblemFloorMS > 0 && m.TimeMS > 0 {
+		t.row("problem floor", fmt.Sprintf("%.4f ms (inputs read and outputs written once; the kernel takes %.2fx)", r.ProblemFloorMS, m.TimeMS/r.ProblemFloorMS))
 	}
 	_ = t.flush()
 	for _, wr := range append(append([]string(nil), rl.Warnings...), m.Warnings...) {

@@ -71,6 +71,12 @@ class Guard:
         # their lazy import later would look like a replacement.
         if triton_module() is not None:
             import_triton_parts()
+        # torch._dynamo rebinds torch.manual_seed when it is first imported, and
+        # torch imports it lazily (torch.compile, FLOP counting, some Triton
+        # paths): import it now so that the baseline holds the rebound one.
+        _import_optional("torch._dynamo")
+        _install_start_hook()
+        self._threads: Dict[int, threading.Thread] = {}
         self._getters: List[Tuple[str, _Getter, bool]] = []  # (label, getter, by_value)
         self._baseline: Dict[str, Any] = {}
         self._register()
@@ -114,7 +120,7 @@ class Guard:
         add("sys.gettrace()", lambda: sys.gettrace(), by_value=True)
         add("sys.getprofile()", lambda: sys.getprofile(), by_value=True)
         add("sys.stdin", lambda: sys.stdin)
-        add("threads", lambda: threading.active_count(), by_value=True)
+        add("threading.Thread.start", _attr(threading.Thread, "start"))
         # Triton (when importable): do_bench, jit, and the launch hooks.
         add("triton.testing.do_bench", _module_attr("triton.testing", "do_bench"))
         add("triton.jit", _module_attr("triton", "jit"))
@@ -171,6 +177,22 @@ class Guard:
         """Take (or retake) the baseline. Only the worker calls this, at start and
         after trusted operations (e.g. torch.compile of a baseline)."""
         self._baseline = self._current()
+        self._threads = {t.ident or 0: t for t in threading.enumerate()}
+
+    def _foreign_thread(self) -> Optional[str]:
+        """A thread started since the baseline by code outside torch, Triton,
+        the standard library and the harness (a candidate's), or running such
+        code. Threads those libraries start for themselves (compile workers,
+        pools) are accepted."""
+        roots = _roots()
+        for t in threading.enumerate():
+            if self._threads.get(t.ident or 0) is t:
+                continue
+            for origin in _thread_origins(t):
+                if not roots.trusted(origin):
+                    return f"a thread was started by or runs code of {origin} ({t.name})"
+            self._threads[t.ident or 0] = t
+        return None
 
     def check(self) -> Optional[str]:
         """None if nothing changed, else a one-line description of the change."""
@@ -188,7 +210,7 @@ class Guard:
             # baseline (tools other ops load lazily) are not.
             if label not in self._baseline and label.startswith("builtins."):
                 return f"{label} was added"
-        return None
+        return self._foreign_thread()
 
     def changed_keys(self) -> List[str]:
         """Every label that differs from the baseline (for trusted refreshes)."""
@@ -199,6 +221,108 @@ class Guard:
             if after is not before and not _same_value(before, after):
                 changed.append(label)
         return changed
+
+
+def _import_optional(name: str) -> None:
+    try:
+        __import__(name)
+    except Exception:  # noqa: BLE001 - absent in older torch
+        pass
+
+
+class _Roots:
+    """Folders whose code may start threads: the standard library's (not the
+    packages installed below it) and torch's, Triton's and the harness's."""
+
+    def __init__(self) -> None:
+        import sysconfig
+
+        std = set()
+        for key in ("stdlib", "platstdlib"):
+            path = sysconfig.get_paths().get(key)
+            if path:
+                std.add(os.path.realpath(path) + os.sep)
+        self.stdlib = tuple(sorted(std))
+        pkgs = set()
+        for name in ("torch", "triton", "kagent_harness"):
+            mod = sys.modules.get(name)
+            path = getattr(mod, "__file__", None) if mod is not None else None
+            if path:
+                pkgs.add(os.path.realpath(os.path.dirname(path)) + os.sep)
+        self.packages = tuple(sorted(pkgs))
+
+    def in_stdlib(self, path: str) -> bool:
+        return any(path.startswith(r) and not _installed(path[len(r):]) for r in self.stdlib)
+
+    def trusted(self, path: str) -> bool:
+        return self.in_stdlib(path) or any(path.startswith(r) for r in self.packages)
+
+
+def _installed(rel: str) -> bool:
+    return rel.startswith(("site-packages", "dist-packages")) or "/site-packages/" in rel
+
+
+_ROOTS: Optional[_Roots] = None
+
+
+def _roots() -> _Roots:
+    global _ROOTS
+    if _ROOTS is None:
+        _ROOTS = _Roots()
+    return _ROOTS
+
+
+def _starter() -> Optional[str]:
+    """The first caller outside the standard library: who really started a
+    thread that threading or concurrent.futures code starts on its behalf."""
+    frame = sys._getframe(2)
+    roots = _roots()
+    while frame is not None:
+        path = os.path.realpath(frame.f_code.co_filename)
+        if not roots.in_stdlib(path):
+            return path
+        frame = frame.f_back
+    return None
+
+
+def _install_start_hook() -> None:
+    """Record who starts each thread (threading.Thread.start, watched by the guard)."""
+    if getattr(threading.Thread.start, "_kagent_hook", False):
+        return
+    original = threading.Thread.start
+
+    def start(self: threading.Thread, *args: Any, **kwargs: Any) -> Any:
+        self._kagent_starter = _starter()  # type: ignore[attr-defined]
+        return original(self, *args, **kwargs)
+
+    start._kagent_hook = True  # type: ignore[attr-defined]
+    threading.Thread.start = start  # type: ignore[method-assign]
+
+
+def _thread_origins(t: threading.Thread) -> List[str]:
+    """Real paths of the code that started thread t and of the code it runs
+    (either may be unknown, e.g. for threads started outside threading)."""
+    out = []
+    starter = getattr(t, "_kagent_starter", None)
+    if starter:
+        out.append(starter)
+    fn: Any = getattr(t, "_target", None)
+    if fn is None:
+        run = getattr(type(t), "run", None)
+        fn = run if run is not None and run is not threading.Thread.run else None
+    for _ in range(8):  # unwrap partials, bound methods and decorators
+        if fn is None:
+            break
+        inner = getattr(fn, "func", None) or getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
+        if inner is None:
+            break
+        fn = inner
+    code = getattr(fn, "__code__", None) if fn is not None else None
+    if code is None and fn is not None:
+        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)
+    if code is not None:
+        out.append(os.path.realpath(code.co_filename))
+    return out
 
 
 def _safe(getter: _Getter) -> Any:

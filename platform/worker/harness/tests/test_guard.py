@@ -9,6 +9,7 @@ import unittest
 
 import torch
 
+from kagent_harness import numerics
 from kagent_harness.failures import CheckFailure
 from kagent_harness.guard import Guard
 from kagent_harness.launches import LaunchCounter
@@ -44,10 +45,55 @@ class GuardTest(unittest.TestCase):
         self.assertIsNone(self.guard.check())
 
     def test_detects_harness_patch(self) -> None:
-        from kagent_harness import numerics
-
         msg = self._patched(numerics, "compare_outputs", lambda *a, **k: None)
         self.assertIn("kagent_harness.numerics.compare_outputs", msg)
+
+    def test_detects_candidate_threads(self) -> None:
+        import concurrent.futures
+        import threading
+
+        stop = threading.Event()
+        t = threading.Thread(target=stop.wait, name="sneaky")
+        t.start()
+        try:
+            msg = self.guard.check() or ""
+            self.assertIn("a thread was started by", msg)
+            self.assertIn("test_guard.py", msg)
+        finally:
+            stop.set()
+            t.join()
+        self.guard.reset()
+        # A pool's workers run standard-library code, but the pool was started here.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(lambda: None).result()
+            self.assertIn("test_guard.py", self.guard.check() or "")
+        self.guard.reset()
+
+    def test_accepts_library_threads(self) -> None:
+        import os
+        import threading
+
+        # Code whose file is in torch's package starts a thread: torch's own
+        # thread (as inductor's compile workers are), not the candidate's.
+        lib = os.path.join(os.path.dirname(torch.__file__), "kagent_fake_lib.py")
+        src = "import threading\ndef run(ev):\n    ev.wait()\ndef spawn(ev):\n    t = threading.Thread(target=run, args=(ev,))\n    t.start()\n    return t\n"
+        ns: dict = {}
+        exec(compile(src, lib, "exec"), ns)
+        ev = threading.Event()
+        t = ns["spawn"](ev)
+        try:
+            self.assertIsNone(self.guard.check())
+            self.assertIsNone(self.guard.check())
+        finally:
+            ev.set()
+            t.join()
+
+    def test_lazy_dynamo_import_is_not_tampering(self) -> None:
+        try:
+            import torch._dynamo  # noqa: F401 - rebinds torch.manual_seed on first import
+        except Exception:  # noqa: BLE001 - torch without dynamo
+            self.skipTest("no torch._dynamo")
+        self.assertIsNone(self.guard.check())
 
     def test_detects_new_builtin(self) -> None:
         builtins.kagent_sneaky = 1  # type: ignore[attr-defined]
