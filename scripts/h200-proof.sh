@@ -65,14 +65,14 @@ for step in $steps; do
     ;;
   greedy)
     log "optimize rmsnorm greedy, replayed transcript"
-    timed greedy 330 bin/kagent optimize --kernel-dir examples/rmsnorm --strategy greedy --platform cuda --python "$PY" \
-      --llm-replay examples/rmsnorm/transcript --llm-replay-match purpose --max-rounds 4 \
+    timed greedy "${GREEDY_LIMIT:-330}" bin/kagent optimize --kernel-dir examples/rmsnorm --strategy greedy --platform cuda --python "$PY" \
+      --llm-replay examples/rmsnorm/transcript --llm-replay-match purpose --max-rounds "${GREEDY_ROUNDS:-4}" \
       --out "$OUT/rmsnorm-greedy" --events "$OUT/rmsnorm-greedy.jsonl" >"$OUT/rmsnorm-greedy.txt" 2>&1
     tail -25 "$OUT/rmsnorm-greedy.txt"
     ;;
   beam)
     log "optimize rmsnorm beam_search, replayed transcript"
-    timed beam 330 bin/kagent optimize --kernel-dir examples/rmsnorm --strategy beam_search --platform cuda --python "$PY" \
+    timed beam "${BEAM_LIMIT:-330}" bin/kagent optimize --kernel-dir examples/rmsnorm --strategy beam_search --platform cuda --python "$PY" \
       --llm-replay examples/rmsnorm/transcript --llm-replay-match purpose --max-rounds 2 \
       --out "$OUT/rmsnorm-beam" --events "$OUT/rmsnorm-beam.jsonl" >"$OUT/rmsnorm-beam.txt" 2>&1
     tail -25 "$OUT/rmsnorm-beam.txt"
@@ -89,7 +89,7 @@ for step in $steps; do
     ;;
   sweep)
     log "sweep of the GPU test problems, replayed transcript"
-    timed sweep 500 bin/kagent sweep --kernelbench sweep/testdata/gpu --level 1 --problems 1-8 --strategy greedy \
+    timed sweep "${SWEEP_LIMIT:-500}" bin/kagent sweep --kernelbench sweep/testdata/gpu --level 1 --problems "${SWEEP_PROBLEMS:-1-8}" --strategy greedy \
       --platform cuda --python "$PY" --llm-replay sweep/testdata/gpu/transcript --max-rounds 1 --seeds 1 \
       --out "$OUT/sweep" >"$OUT/sweep.txt" 2>&1
     tail -30 "$OUT/sweep.txt"

@@ -180,10 +180,10 @@ class Guard:
         self._threads = {t.ident or 0: t for t in threading.enumerate()}
 
     def _foreign_thread(self) -> Optional[str]:
-        """A thread started since the baseline by code outside torch, Triton,
-        the standard library and the harness (a candidate's), or running such
-        code. Threads those libraries start for themselves (compile workers,
-        pools) are accepted."""
+        """A thread started since the baseline by code that is not installed
+        (a candidate's), or running such code. Threads that torch, Triton or
+        the packages they use start for themselves (compile workers, pools,
+        progress monitors) are accepted."""
         roots = _roots()
         for t in threading.enumerate():
             if self._threads.get(t.ident or 0) is t:
@@ -231,8 +231,9 @@ def _import_optional(name: str) -> None:
 
 
 class _Roots:
-    """Folders whose code may start threads: the standard library's (not the
-    packages installed below it) and torch's, Triton's and the harness's."""
+    """Where trusted code lives: the standard library, installed packages
+    (site-packages, dist-packages) and torch's, Triton's and the harness's
+    folders (which may be source checkouts). A candidate's files are in none."""
 
     def __init__(self) -> None:
         import sysconfig
@@ -252,14 +253,16 @@ class _Roots:
         self.packages = tuple(sorted(pkgs))
 
     def in_stdlib(self, path: str) -> bool:
-        return any(path.startswith(r) and not _installed(path[len(r):]) for r in self.stdlib)
+        """The standard library itself, not the packages installed below it."""
+        return any(path.startswith(r) and not _installed(path) for r in self.stdlib)
 
     def trusted(self, path: str) -> bool:
-        return self.in_stdlib(path) or any(path.startswith(r) for r in self.packages)
+        return (_installed(path) or any(path.startswith(r) for r in self.stdlib)
+                or any(path.startswith(r) for r in self.packages))
 
 
-def _installed(rel: str) -> bool:
-    return rel.startswith(("site-packages", "dist-packages")) or "/site-packages/" in rel
+def _installed(path: str) -> bool:
+    return f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path
 
 
 _ROOTS: Optional[_Roots] = None

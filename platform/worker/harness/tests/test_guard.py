@@ -87,6 +87,17 @@ class GuardTest(unittest.TestCase):
         finally:
             ev.set()
             t.join()
+        # So is a package installed beside torch (tqdm's monitor thread).
+        installed = os.path.join(os.sep, "tmp", "kagent-venv", "lib", "site-packages", "fakepkg", "monitor.py")
+        ns = {}
+        exec(compile(src, installed, "exec"), ns)
+        ev = threading.Event()
+        t = ns["spawn"](ev)
+        try:
+            self.assertIsNone(self.guard.check())
+        finally:
+            ev.set()
+            t.join()
 
     def test_lazy_dynamo_import_is_not_tampering(self) -> None:
         try:
