@@ -73,7 +73,7 @@ for step in $steps; do
   beam)
     log "optimize rmsnorm beam_search, replayed transcript"
     timed beam "${BEAM_LIMIT:-330}" bin/kagent optimize --kernel-dir examples/rmsnorm --strategy beam_search --platform cuda --python "$PY" \
-      --llm-replay examples/rmsnorm/transcript --llm-replay-match purpose --max-rounds 2 \
+      --llm-replay examples/rmsnorm/transcript --llm-replay-match purpose --max-rounds "${BEAM_ROUNDS:-2}" \
       --out "$OUT/rmsnorm-beam" --events "$OUT/rmsnorm-beam.jsonl" >"$OUT/rmsnorm-beam.txt" 2>&1
     tail -25 "$OUT/rmsnorm-beam.txt"
     ;;
