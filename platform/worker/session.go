@@ -170,8 +170,21 @@ func (s *Session) checkPhysical(ctx context.Context, tm platform.Timing) error {
 // worker process with new seeds (public and secret), so nothing a candidate
 // did to the warm workers can help it.
 func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Verdict, error) {
-	opts := s.Engine.pool.slots[0].opts
-	pool, err := NewPool(ctx, []Options{opts}, false, s.cfg.Logger)
+	// The gate runs on one of the session's GPUs, held for the duration so
+	// that nothing else runs there; when the worker's copy of the problem and
+	// the gate's own may not fit together, the worker's is freed first (it
+	// loads the problem again on its next request).
+	l, err := s.Engine.pool.Acquire(ctx)
+	if err != nil {
+		return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
+	}
+	defer l.Release()
+	if s.profileNeedsRoom() {
+		if err := s.Engine.release(ctx, l); err != nil {
+			return platform.Verdict{}, fmt.Errorf("acceptance gate: free the worker's problem: %w", err)
+		}
+	}
+	pool, err := NewPool(ctx, []Options{l.slot.opts}, false, s.cfg.Logger)
 	if err != nil {
 		return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
 	}
@@ -230,7 +243,8 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 const profileFootprint = 12
 
 // profileNeedsRoom reports whether the worker's copy of the problem should
-// be freed before a profiler builds its own on the same device. Unknown
+// be freed before a profiler or the acceptance gate builds its own on the
+// same device. Unknown
 // sizes free it, to be safe.
 func (s *Session) profileNeedsRoom() bool {
 	s.Engine.mu.Lock()
