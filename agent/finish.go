@@ -11,6 +11,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/roofline"
 )
 
 // finish ends a run whose search stopped: the acceptance gate on the best,
@@ -165,6 +166,16 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 		}
 		if l.compile != nil && l.compile.Unavailable == "" {
 			res.SpeedupVsCompile = ratio(l.compile.MedianMS, b)
+		}
+		if l.specs.MemBWGBs > 0 {
+			if info, ok := l.problemInfo(ctx); ok {
+				flops := 0.0
+				if info.FLOPs != nil {
+					flops = *info.FLOPs
+				}
+				res.FloorMS = roofline.Floor(info.BytesIn+info.BytesOut, flops, l.floorDType(info), l.specs)
+				res.FloorFraction = ratio(res.FloorMS, b)
+			}
 		}
 	}
 	return res

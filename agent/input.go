@@ -125,6 +125,11 @@ type Result struct {
 	SpeedupVsInput   float64 `json:"speedup_vs_input"`
 	SpeedupVsEager   float64 `json:"speedup_vs_eager,omitempty"`
 	SpeedupVsCompile float64 `json:"speedup_vs_compile,omitempty"`
+	// FloorMS is the problem's roofline floor on this GPU (its inputs read
+	// and outputs written once at peak bandwidth, or its FLOPs at peak rate;
+	// 0 when unknown), and FloorFraction that floor over the best's median.
+	FloorMS       float64 `json:"floor_ms,omitempty"`
+	FloorFraction float64 `json:"floor_fraction,omitempty"`
 	// Acceptance is the acceptance gate's verdict on the best (nil: not run,
 	// e.g. the best is the input kernel or the session has no gate).
 	Acceptance *platform.Verdict `json:"acceptance,omitempty"`

@@ -239,6 +239,9 @@ func (l *loop) promote(ctx context.Context, r int) (int, error) {
 			return n, err
 		}
 	}
+	if n > 0 {
+		return n, l.bestProfile(ctx, l.bestID)
+	}
 	return n, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kagent-dev/kagent/agent/llm"
@@ -413,27 +414,42 @@ func (l *loop) timeCandidate(ctx context.Context, c store.Candidate) (store.Cand
 
 // skipProfile says why the profiling policy leaves a timed candidate on the
 // synthetic roofline, or "" to run the profiler. Under "improving" only the
-// input and candidates faster than their parent are profiled: a slower one
-// cannot be promoted, and one that still becomes a beam parent is profiled
-// before its diagnosis (parentMetrics).
-func (l *loop) skipProfile(ctx context.Context, c store.Candidate) string {
-	switch l.cfg.ProfileCandidates {
-	case configs.ProfileNone:
+// input is profiled when timed; a candidate is profiled when it becomes the
+// best (bestProfile) or a beam parent (parentMetrics), the only times its
+// metrics are used.
+func (l *loop) skipProfile(c store.Candidate) string {
+	switch {
+	case l.cfg.ProfileCandidates == configs.ProfileNone:
 		return "profile_candidates is none"
-	case configs.ProfileAll:
+	case l.cfg.ProfileCandidates == configs.ProfileAll || c.ParentID == "":
 		return ""
 	}
-	if c.ParentID == "" || c.Timing == nil {
-		return ""
+	return "profiled only if it becomes the best or a parent"
+}
+
+// bestProfile profiles a new best that the policy left on the synthetic
+// roofline, so that the roofline stop rule and the report see the
+// profiler's numbers.
+func (l *loop) bestProfile(ctx context.Context, id string) error {
+	c, err := l.st.Candidate(ctx, l.runID, id)
+	if err != nil {
+		return err
 	}
-	parent, err := l.st.Candidate(ctx, l.runID, c.ParentID)
-	if err != nil || parent.Timing == nil || parent.Timing.MedianMS <= 0 {
-		return ""
+	if c.Status != store.StatusProfiled || c.Timing == nil || c.Metrics == nil ||
+		!strings.HasPrefix(c.Metrics.Fallback, notProfiled) || l.cfg.ProfileCandidates == configs.ProfileNone {
+		return nil
 	}
-	if c.Timing.MedianMS < parent.Timing.MedianMS {
-		return ""
+	if _, err := l.materialize(c); err != nil {
+		return err
 	}
-	return fmt.Sprintf("%.4g ms is not faster than its parent's %.4g ms", c.Timing.MedianMS, parent.Timing.MedianMS)
+	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, "")
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: store.StatusProfiled, Metrics: &m, Roofline: &res}); err != nil {
+		return err
+	}
+	return l.art.writeJSON(candidateFile(c.ID, "metrics.json"), map[string]any{"metrics": m, "roofline": res})
 }
 
 // profileCandidate profiles a timed candidate and places it on the roofline.
@@ -441,7 +457,7 @@ func (l *loop) profileCandidate(ctx context.Context, c store.Candidate) (store.C
 	if _, err := l.materialize(c); err != nil {
 		return c, err
 	}
-	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, l.skipProfile(ctx, c))
+	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, l.skipProfile(c))
 	if err := ctx.Err(); err != nil {
 		return c, err
 	}

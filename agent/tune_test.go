@@ -188,6 +188,9 @@ func TestProfilePolicy(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("profiled %v, want %v", got, tc.want)
 			}
+			if best := all[res.Best.ID]; tc.policy != configs.ProfileNone && (best.Metrics == nil || strings.HasPrefix(best.Metrics.Fallback, notProfiled)) {
+				t.Errorf("the best %s kept the policy's synthetic metrics: %+v", best.ID, best.Metrics)
+			}
 			for id, c := range all {
 				if c.Metrics == nil || slices.Contains(cs.profiled, id) {
 					continue

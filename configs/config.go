@@ -48,10 +48,10 @@ type Config struct {
 	SpecsFile      string            `yaml:"specs_file"`
 	NCUBinPath     string            `yaml:"ncu_bin_path"`
 	// ProfileCandidates says which timed candidates the platform's profiler
-	// (ncu, rocprofv3) runs on: "improving" (the default: the input and every
-	// candidate faster than its parent, the only ones that can become a
-	// parent; a parent without a profile is profiled before its diagnosis),
-	// "all", or "none". The others are placed on the synthetic roofline.
+	// (ncu, rocprofv3) runs on: "improving" (the default: the input, and a
+	// candidate when it becomes the best at the end of a round, or a beam
+	// parent before its diagnosis), "all", or "none". The others are placed on
+	// the synthetic roofline (measured time against the problem's bytes).
 	ProfileCandidates string `yaml:"profile_candidates"`
 	Python            string `yaml:"python"`
 

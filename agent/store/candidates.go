@@ -85,7 +85,9 @@ var transitions = map[Status][]Status{
 	StatusProposed: {StatusVerified, StatusRejected, StatusFailed},
 	StatusVerified: {StatusTimed, StatusRejected, StatusFailed},
 	StatusTimed:    {StatusProfiled, StatusRejected, StatusFailed},
-	StatusProfiled: {StatusRejected},
+	// Profiled to profiled replaces synthetic metrics with a profiler's,
+	// when a candidate left on the synthetic roofline becomes the best.
+	StatusProfiled: {StatusProfiled, StatusRejected},
 }
 
 func allowed(from, to Status) bool {

@@ -252,8 +252,11 @@ func printResult(w io.Writer, res agent.Result) {
 	}
 	row("best "+res.Best.ID, &res.Best.Timing, strings.Join(parts, ", "))
 	_ = t.flush()
-	if r := res.Best.Roofline; r != nil && r.FloorMS > 0 {
-		fmt.Fprintf(w, "roofline: %s-bound, %.1f%% SOL; floor %.4f ms, the best runs at %.1f%% of it\n", r.Class, r.SOL, r.FloorMS, 100*r.FloorFraction)
+	if r := res.Best.Roofline; r != nil && r.Class != "" {
+		fmt.Fprintf(w, "roofline: %s-bound, %.1f%% SOL (%s)\n", r.Class, r.SOL, r.Source)
+	}
+	if res.FloorMS > 0 {
+		fmt.Fprintf(w, "floor: %.4f ms (inputs read and outputs written once at peak); the best runs at %.1f%% of it\n", res.FloorMS, 100*res.FloorFraction)
 	}
 	if res.Acceptance != nil {
 		fmt.Fprintln(w, "acceptance gate: passed (fresh process, new seeds)")
