@@ -49,6 +49,14 @@ func TestLocalSweep(t *testing.T) {
 	if n := countPrompts(srv, promptGenerate); n != 6 {
 		t.Errorf("%d generate prompts, want 6", n)
 	}
+	// Two problems at a time: at most two sessions were ever opened, each
+	// reopened on the next problems instead of starting workers again.
+	r.mu.Lock()
+	kept := len(r.idle[""])
+	r.mu.Unlock()
+	if kept < 1 || kept > 2 {
+		t.Errorf("%d sessions kept for 6 problems run two at a time, want 1 or 2", kept)
+	}
 
 	// The store: one optimization run per generated problem, finished, and
 	// the sweep's results.

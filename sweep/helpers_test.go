@@ -121,8 +121,10 @@ func newLocal(t testing.TB, srv *llmtest.Server) *Local {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Local{Config: cfg, ConfigYAML: "strategy: greedy\n", Platform: p, LLM: client, Python: py, Seeds: 1,
+	l := &Local{Config: cfg, ConfigYAML: "strategy: greedy\n", Platform: p, LLM: client, Python: py, Seeds: 1,
 		Tuner: agent.KnobTuner{Finder: tune.Finder{Python: py}}}
+	t.Cleanup(func() { l.Close() })
+	return l
 }
 
 // countPrompts counts the requests whose prompt holds every substring.

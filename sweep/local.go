@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kagent-dev/kagent/agent"
 	"github.com/kagent-dev/kagent/agent/generate"
@@ -33,6 +34,13 @@ type SlotOpener interface {
 	OpenSlot(ctx context.Context, task *kerneldir.Task, slot string) (platform.Session, error)
 }
 
+// Reopener is implemented by sessions that can be bound to another problem
+// without starting their workers again; the sweep keeps such sessions
+// between problems of the same slot.
+type Reopener interface {
+	Reopen(ctx context.Context, task *kerneldir.Task) error
+}
+
 // Origins of a problem's first kernel.
 const (
 	OriginGenerated = "generated"
@@ -42,7 +50,9 @@ const (
 // Local is the Runner that does a problem's work in this process: one
 // platform session per problem (on the job's slot when the platform is a
 // SlotOpener), shared by generation and optimization so that the problem's
-// inputs are built on the device once per worker; the first kernel copied
+// inputs are built on the device once per worker, and reopened on the slot's
+// next problem when the session is a Reopener (warm workers and CUDA
+// contexts are kept; call Close at the end); the first kernel copied
 // from Kernels or generated (when the problem's kernel dir has none yet);
 // then the optimization loop (agent.Run, or agent.Resume of a run the store
 // holds unfinished). The result is read back from the store, so a problem
@@ -72,6 +82,25 @@ type Local struct {
 	Kernels string
 	// Progress receives the loop's progress lines (nil: none).
 	Progress io.Writer
+
+	mu sync.Mutex
+	// idle holds, by slot, sessions whose problem has finished, to be
+	// reopened on the slot's next problem; Close closes them.
+	idle map[string][]platform.Session
+}
+
+// Close closes the sessions kept between problems.
+func (l *Local) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, ss := range l.idle {
+		for _, s := range ss {
+			errs = append(errs, s.Close())
+		}
+	}
+	l.idle = nil
+	return errors.Join(errs...)
 }
 
 // RunProblem runs one problem: see Local.
@@ -93,7 +122,7 @@ func (l *Local) RunProblem(ctx context.Context, job Job) (ProblemResult, error) 
 	if err != nil {
 		return ProblemResult{}, err
 	}
-	defer sess.Close()
+	defer l.keep(job.Slot, sess)
 	var client llm.Client
 	if l.LLM != nil {
 		client = llm.NewMeter(l.LLM, l.Budget)
@@ -150,8 +179,28 @@ func (l *Local) RunProblem(ctx context.Context, job Job) (ProblemResult, error) 
 	return l.result(ctx, job)
 }
 
-// open opens the platform on the problem, on the job's slot if there is one.
+// open binds a session to the problem, on the job's slot if there is one:
+// a kept session of the slot reopened on it, else a new one.
 func (l *Local) open(ctx context.Context, task *kerneldir.Task, slot string) (platform.Session, error) {
+	for {
+		l.mu.Lock()
+		ss := l.idle[slot]
+		if len(ss) == 0 {
+			l.mu.Unlock()
+			break
+		}
+		sess := ss[len(ss)-1]
+		l.idle[slot] = ss[:len(ss)-1]
+		l.mu.Unlock()
+		err := sess.(Reopener).Reopen(ctx, task)
+		if err == nil {
+			return sess, nil
+		}
+		_ = sess.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
 	if so, ok := l.Platform.(SlotOpener); ok && slot != "" {
 		return so.OpenSlot(ctx, task, slot)
 	}
@@ -349,3 +398,18 @@ func usageOf(t store.Totals) Usage {
 
 // Interface guards
 var _ Runner = (*Local)(nil)
+
+// keep holds a problem's session for the slot's next problem when it can be
+// reopened, and closes it otherwise.
+func (l *Local) keep(slot string, sess platform.Session) {
+	if _, ok := sess.(Reopener); !ok {
+		_ = sess.Close()
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idle == nil {
+		l.idle = map[string][]platform.Session{}
+	}
+	l.idle[slot] = append(l.idle[slot], sess)
+}

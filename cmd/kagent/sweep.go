@@ -163,6 +163,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	runner := &sweep.Local{Config: s.cfg, ConfigYAML: string(cfgYAML), Platform: p, LLM: client, Budget: agent.LLMConfig(s.cfg).Budget,
 		Tuner: agent.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}}, Python: s.cfg.Python,
 		Seeds: c.Int("seeds"), Entry: c.String("entry"), Kernels: kernels}
+	defer runner.Close()
 	o := sweep.Options{Dir: s.dir, Source: s.source, Level: s.level, Selection: s.selection, Strategy: s.cfg.Strategy,
 		Shard: s.shard, Runner: runner, Workers: 1, Logger: log, Progress: c.App.Writer}
 	switch so, ok := p.(sweep.SlotOpener); {

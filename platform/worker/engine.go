@@ -162,6 +162,30 @@ func (e *Engine) release(ctx context.Context, l *Lease) error {
 	return l.Call(ctx, "unload_problem", map[string]any{"problem_id": pid}, nil, e.opts.LoadTimeout)
 }
 
+// releaseAll frees the problem on every slot's worker, holding all slots
+// meanwhile.
+func (e *Engine) releaseAll(ctx context.Context) error {
+	var leases []*Lease
+	defer func() {
+		for _, l := range leases {
+			l.Release()
+		}
+	}()
+	for range e.pool.Size() {
+		l, err := e.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		leases = append(leases, l)
+	}
+	for _, l := range leases {
+		if err := e.release(ctx, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Info returns the problem's tensors, loading the problem if needed.
 func (e *Engine) Info(ctx context.Context) (ProblemInfo, error) {
 	e.mu.Lock()

@@ -125,6 +125,32 @@ func OpenSession(ctx context.Context, task *kerneldir.Task, c SessionConfig) (*S
 	return s, nil
 }
 
+// Reopen binds the session's warm workers to another task: every worker's
+// copy of the current problem is freed and the next request loads the new
+// one, with a new secret seed. It saves starting the workers and their CUDA
+// contexts again when problems run one after another (a sweep). Nothing may
+// run on the session meanwhile.
+func (s *Session) Reopen(ctx context.Context, task *kerneldir.Task) error {
+	if task == nil {
+		return errors.New("reopen session: no kernel dir")
+	}
+	if err := s.Engine.releaseAll(ctx); err != nil {
+		return fmt.Errorf("reopen session on %s: %w", task.Dir, err)
+	}
+	seed := s.cfg.SecretSeed
+	if seed == 0 {
+		seed = SecretSeed()
+	}
+	s.Engine.mu.Lock()
+	s.Engine.req, s.Engine.info = NewLoadRequest(task, seed), nil
+	s.Engine.mu.Unlock()
+	s.entry = string(task.Entry)
+	s.profMu.Lock()
+	s.profilers = map[int]platform.Profiler{}
+	s.profMu.Unlock()
+	return nil
+}
+
 // SecretSeed draws a random seed for a run's hidden input draw.
 func SecretSeed() int64 {
 	var b [8]byte
