@@ -155,7 +155,7 @@ func TestProfilePolicy(t *testing.T) {
 		policy string
 		want   []string // directions profiled
 	}{
-		{configs.ProfileImproving, []string{"input", "tune: FUSED=1"}},
+		{configs.ProfileImproving, []string{"input", "(the best)"}},
 		{configs.ProfileAll, []string{"input", "tune: FUSED=1", "tune: ROWS=1"}},
 		{configs.ProfileNone, nil},
 	} {
@@ -185,6 +185,19 @@ func TestProfilePolicy(t *testing.T) {
 				}
 			}
 			slices.Sort(got)
+			// Under "improving" the best is profiled when promoted; whether the
+			// fast variant is promoted depends on the timing noise here.
+			var want []string
+			for _, w := range tc.want {
+				switch {
+				case w != "(the best)":
+					want = append(want, w)
+				case res.Best.ID != inputID:
+					want = append(want, all[res.Best.ID].Direction)
+				}
+			}
+			slices.Sort(want)
+			tc.want = want
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("profiled %v, want %v", got, tc.want)
 			}
