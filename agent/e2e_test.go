@@ -124,7 +124,10 @@ func TestBeamDistinctParents(t *testing.T) {
 			"AGAIN": {pyReply(candidateSource(t, "fast_again.py"))},
 			"SLOW":  {pyReply(candidateSource(t, "slow.py"))},
 		}, nil)
-	res, err := Run(context.Background(), e.input(cfg, f.client))
+	in := e.input(cfg, f.client)
+	prof := counting(t, e.sess)
+	in.Session = prof
+	res, err := Run(context.Background(), in)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -171,6 +174,23 @@ func TestBeamDistinctParents(t *testing.T) {
 	}
 	if n := f.countPrompts("# Task: diagnose"); n != 1+len(beam1) {
 		t.Errorf("diagnose calls: %d, want %d", n, 1+len(beam1))
+	}
+	// Under profile_candidates "improving", every parent was profiled before
+	// its diagnosis (the input in round 0, a best when promoted, another
+	// beam member just before it was diagnosed), and no candidate twice.
+	seen := map[string]int{}
+	for _, id := range prof.profiled {
+		seen[id]++
+	}
+	for _, c := range cs {
+		if c.ParentID != "" && seen[c.ParentID] == 0 {
+			t.Errorf("parent %s of %s was never profiled", c.ParentID, c.ID)
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("%s profiled %d times", id, n)
+		}
 	}
 }
 

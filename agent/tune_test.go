@@ -16,6 +16,7 @@ import (
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/noop"
+	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
@@ -134,11 +135,20 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
-// countingSession records the candidates the profiler is asked to run on.
+// countingSession records the candidates the profiler is asked to run on;
+// the rest of the worker session (its acceptance gate, problem info) is as is.
 type countingSession struct {
-	platform.Session
+	*worker.Session
 	mu       sync.Mutex
 	profiled []string
+}
+
+func counting(t testing.TB, s platform.Session) *countingSession {
+	ws, ok := s.(*worker.Session)
+	if !ok {
+		t.Fatalf("the test session is a %T, not a worker session", s)
+	}
+	return &countingSession{Session: ws}
 }
 
 func (s *countingSession) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
@@ -168,7 +178,7 @@ func TestProfilePolicy(t *testing.T) {
 			var calls atomic.Int32
 			in := e.input(cfg, nil)
 			in.Tuner = fakeTuner(t, &calls)
-			cs := &countingSession{Session: e.sess}
+			cs := counting(t, e.sess)
 			in.Session = cs
 			res, err := Run(context.Background(), in)
 			if err != nil {
