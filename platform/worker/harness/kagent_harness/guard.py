@@ -179,6 +179,12 @@ class Guard:
         self._baseline = self._current()
         self._threads = {t.ident or 0: t for t in threading.enumerate()}
 
+    def accept_threads(self) -> None:
+        """Accept the threads alive now (after trusted code ran, such as the
+        reference problem's module)."""
+        for t in threading.enumerate():
+            self._threads[t.ident or 0] = t
+
     def _foreign_thread(self) -> Optional[str]:
         """A thread started since the baseline by code that is not installed
         (a candidate's), or running such code. Threads that torch, Triton or

@@ -73,6 +73,8 @@ class Worker:
         problem = load_problem(req, self.device, pid)
         self.problems[pid] = problem
         self.guard.expect_tf32(problem.tf32)
+        # Threads the reference's module started are the user's, not a candidate's.
+        self.guard.accept_threads()
         # The reference must not change under the candidates (eager baselines
         # and references are computed from it).
         module, model = problem.module, problem.model

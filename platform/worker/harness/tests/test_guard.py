@@ -69,6 +69,20 @@ class GuardTest(unittest.TestCase):
             self.assertIn("test_guard.py", self.guard.check() or "")
         self.guard.reset()
 
+    def test_accepts_threads_of_trusted_code(self) -> None:
+        import threading
+
+        stop = threading.Event()
+        t = threading.Thread(target=stop.wait)
+        t.start()
+        try:
+            self.assertIn("a thread was started by", self.guard.check() or "")
+            self.guard.accept_threads()  # e.g. the reference problem's module started it
+            self.assertIsNone(self.guard.check())
+        finally:
+            stop.set()
+            t.join()
+
     def test_accepts_library_threads(self) -> None:
         import os
         import threading
