@@ -11,7 +11,6 @@ import (
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
 )
 
 // finish ends a run whose search stopped: the acceptance gate on the best,
@@ -138,6 +137,13 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 		res.RunDir = l.art.dir
 	}
 	res.Usage = l.usage(ctx)
+	if f, ok := l.in.Session.(floorer); ok {
+		if ms, err := f.Floor(ctx); err == nil {
+			res.FloorMS = ms
+		} else if ctx.Err() == nil {
+			l.log.Warn("roofline floor unavailable", "err", err)
+		}
+	}
 	cs, err := l.st.Candidates(ctx, l.runID, store.CandidateFilter{})
 	if err != nil {
 		return res
@@ -167,15 +173,8 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 		if l.compile != nil && l.compile.Unavailable == "" {
 			res.SpeedupVsCompile = ratio(l.compile.MedianMS, b)
 		}
-		if l.specs.MemBWGBs > 0 {
-			if info, ok := l.problemInfo(ctx); ok {
-				flops := 0.0
-				if info.FLOPs != nil {
-					flops = *info.FLOPs
-				}
-				res.FloorMS = roofline.Floor(info.BytesIn+info.BytesOut, flops, l.floorDType(info), l.specs)
-				res.FloorFraction = ratio(res.FloorMS, b)
-			}
+		if res.FloorMS > 0 {
+			res.FloorFraction = ratio(res.FloorMS, b)
 		}
 	}
 	return res

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/roofline"
 )
@@ -76,7 +75,16 @@ func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, 
 	if !ok {
 		return nil, &fatalError{fmt.Errorf("diagnose: parent %s is not recorded", parentID)}
 	}
-	parent = l.parentMetrics(ctx, parent)
+	// A parent the profiling policy skipped (a beam member slower than the
+	// best) is profiled now, so that its diagnosis sees real metrics.
+	if p, err := l.profileSkipped(ctx, parent); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		l.log.Warn("profiling the parent failed; diagnosing it on the synthetic roofline", "parent", parentID, "err", err)
+	} else {
+		parent = p
+	}
 	var metrics []prompts.Metric
 	if parent.Metrics != nil {
 		metrics = prompts.MetricsFromRaw(parent.Metrics.Raw)
@@ -110,27 +118,6 @@ func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, 
 		return nil, &fatalError{err}
 	}
 	return d.Bottlenecks, nil
-}
-
-// parentMetrics profiles a parent the profiling policy skipped (a beam
-// parent slower than its own parent), so that its diagnosis sees real
-// metrics. The profile feeds the prompt and the parent's metrics file; the
-// stored metrics stay the synthetic ones.
-func (l *loop) parentMetrics(ctx context.Context, parent store.Candidate) store.Candidate {
-	if l.cfg.ProfileCandidates == configs.ProfileNone || parent.Metrics == nil || parent.Timing == nil ||
-		!strings.HasPrefix(parent.Metrics.Fallback, notProfiled) {
-		return parent
-	}
-	if _, err := l.materialize(parent); err != nil {
-		return parent
-	}
-	m, res := l.profile(ctx, l.platformCandidate(parent), *parent.Timing, "")
-	if ctx.Err() != nil {
-		return parent
-	}
-	_ = l.art.writeJSON(candidateFile(parent.ID, "metrics.json"), map[string]any{"metrics": m, "roofline": res})
-	parent.Metrics, parent.Roofline = &m, &res
-	return parent
 }
 
 // times are the measurements a prompt about kernel k shows.

@@ -28,6 +28,12 @@ type problemInfoer interface {
 	Info(ctx context.Context) (worker.ProblemInfo, error)
 }
 
+// floorer is implemented by worker-backed sessions: the problem's roofline
+// floor on the session's GPU (0 without specs).
+type floorer interface {
+	Floor(ctx context.Context) (float64, error)
+}
+
 // accepter is implemented by sessions with an acceptance gate.
 type accepter interface {
 	Accept(ctx context.Context, c platform.Candidate) (platform.Verdict, error)
@@ -72,15 +78,15 @@ func timingFault(err error) (platform.Verdict, bool) {
 }
 
 // notProfiled starts the Fallback of a candidate the profiling policy
-// skipped; such a candidate is profiled if it becomes a parent.
+// skipped; such a candidate is profiled if it becomes the best or a parent.
 const notProfiled = "not profiled: "
 
 // profile measures a kernel's metrics and places it on the roofline. A
 // profiler that cannot run here (noop, not implemented, failed) falls back
 // to the synthetic roofline: the measured time against the bytes and FLOPs
 // counted from the problem's tensors.
-// With real false the profiler is not run (see configs.ProfileCandidates)
-// and skipped says why.
+// A non-empty skipped leaves the profiler out (configs.ProfileCandidates)
+// and is recorded as the reason.
 func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Timing, skipped string) (roofline.Metrics, roofline.Result) {
 	var m roofline.Metrics
 	if skipped != "" {

@@ -240,7 +240,12 @@ func (l *loop) promote(ctx context.Context, r int) (int, error) {
 		}
 	}
 	if n > 0 {
-		return n, l.bestProfile(ctx, l.bestID)
+		best, err := l.st.Candidate(ctx, l.runID, l.bestID)
+		if err != nil {
+			return n, err
+		}
+		_, err = l.profileSkipped(ctx, best)
+		return n, err
 	}
 	return n, nil
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/kagent-dev/kagent/agent/report"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
@@ -52,8 +51,8 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 	}
 	d.DType = l.in.Task.Options.DType
 	info, haveInfo := l.problemInfo(ctx)
-	if haveInfo {
-		d.DType = l.floorDType(info)
+	if d.DType == "" && haveInfo && len(info.Inputs) > 0 {
+		d.DType = roofline.CanonicalDType(info.Inputs[0].DType)
 	}
 	d.GPU = report.GPU{Name: l.specs.Name, Units: l.specs.Units, MemBWGBs: l.specs.MemBWGBs, MemGB: l.specs.MemGB, L2MB: l.specs.L2MB}
 	if d.DType != "" {
@@ -66,7 +65,7 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 		if info.FLOPs != nil {
 			d.Work.FLOPs = *info.FLOPs
 		}
-		d.Work.FloorMS = roofline.Floor(d.Work.Bytes, d.Work.FLOPs, d.DType, l.specs)
+		d.Work.FloorMS = res.FloorMS
 	}
 	d.Baselines.Eager = stats(res.Eager)
 	d.Baselines.Compile = stats(res.Compile)
@@ -105,16 +104,4 @@ func stats(t *platform.Timing) report.Stats {
 		return report.Stats{}
 	}
 	return report.Stats{MedianMS: t.MedianMS, P20MS: t.P20MS, P80MS: t.P80MS, CV: t.CV, N: t.N, Unavailable: t.Unavailable}
-}
-
-// floorDType is the dtype whose peak rate bounds the problem: the kernel
-// dir's, else its first input's.
-func (l *loop) floorDType(info worker.ProblemInfo) string {
-	if dt := l.in.Task.Options.DType; dt != "" {
-		return dt
-	}
-	if len(info.Inputs) > 0 {
-		return roofline.CanonicalDType(info.Inputs[0].DType)
-	}
-	return ""
 }

@@ -180,7 +180,7 @@ func (l *loop) runSlot(ctx context.Context, r int, s slot, chain []store.Candida
 		case store.StatusVerified:
 			cur, err = l.timeCandidate(ctx, cur)
 		case store.StatusTimed:
-			cur, err = l.profileCandidate(ctx, cur)
+			cur, err = l.profileCandidate(ctx, cur, l.skipProfile(cur))
 		case store.StatusRejected:
 			next, ok, rerr := l.refine(ctx, r, s, cur, failures)
 			if rerr != nil {
@@ -415,8 +415,7 @@ func (l *loop) timeCandidate(ctx context.Context, c store.Candidate) (store.Cand
 // skipProfile says why the profiling policy leaves a timed candidate on the
 // synthetic roofline, or "" to run the profiler. Under "improving" only the
 // input is profiled when timed; a candidate is profiled when it becomes the
-// best (bestProfile) or a beam parent (parentMetrics), the only times its
-// metrics are used.
+// best or a beam parent (profileSkipped), the only times its metrics are used.
 func (l *loop) skipProfile(c store.Candidate) string {
 	switch {
 	case l.cfg.ProfileCandidates == configs.ProfileNone:
@@ -427,37 +426,26 @@ func (l *loop) skipProfile(c store.Candidate) string {
 	return "profiled only if it becomes the best or a parent"
 }
 
-// bestProfile profiles a new best that the policy left on the synthetic
-// roofline, so that the roofline stop rule and the report see the
-// profiler's numbers.
-func (l *loop) bestProfile(ctx context.Context, id string) error {
-	c, err := l.st.Candidate(ctx, l.runID, id)
-	if err != nil {
-		return err
-	}
+// profileSkipped runs the profiler on a candidate the policy left on the
+// synthetic roofline, once it matters: it became the best (the roofline stop
+// rule and the report read its metrics) or a parent about to be diagnosed.
+// The profile replaces the stored synthetic metrics, so no kernel is
+// profiled twice; any other candidate is returned as it is.
+func (l *loop) profileSkipped(ctx context.Context, c store.Candidate) (store.Candidate, error) {
 	if c.Status != store.StatusProfiled || c.Timing == nil || c.Metrics == nil ||
 		!strings.HasPrefix(c.Metrics.Fallback, notProfiled) || l.cfg.ProfileCandidates == configs.ProfileNone {
-		return nil
+		return c, nil
 	}
-	if _, err := l.materialize(c); err != nil {
-		return err
-	}
-	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, "")
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if _, err := l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: store.StatusProfiled, Metrics: &m, Roofline: &res}); err != nil {
-		return err
-	}
-	return l.art.writeJSON(candidateFile(c.ID, "metrics.json"), map[string]any{"metrics": m, "roofline": res})
+	return l.profileCandidate(ctx, c, "")
 }
 
-// profileCandidate profiles a timed candidate and places it on the roofline.
-func (l *loop) profileCandidate(ctx context.Context, c store.Candidate) (store.Candidate, error) {
+// profileCandidate profiles a timed candidate (or, with skipped set, leaves
+// it on the synthetic roofline) and places it on the roofline.
+func (l *loop) profileCandidate(ctx context.Context, c store.Candidate, skipped string) (store.Candidate, error) {
 	if _, err := l.materialize(c); err != nil {
 		return c, err
 	}
-	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, l.skipProfile(c))
+	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, skipped)
 	if err := ctx.Err(); err != nil {
 		return c, err
 	}

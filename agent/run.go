@@ -372,7 +372,7 @@ func (l *loop) round0(ctx context.Context) error {
 		case store.StatusVerified:
 			c, err = l.timeCandidate(ctx, c)
 		case store.StatusTimed:
-			c, err = l.profileCandidate(ctx, c)
+			c, err = l.profileCandidate(ctx, c, l.skipProfile(c))
 		default:
 			v := platform.Verdict{Failure: "failed", Reason: c.Error}
 			if c.Verdict != nil {
