@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/internal/atomicfile"
 	"github.com/kagent-dev/kagent/prompts"
 )
 
@@ -59,23 +60,7 @@ func (a *artifacts) write(rel string, data []byte) error {
 // writeAtomic writes a file whole or not at all (a temporary file renamed
 // into place), for files a resumed run trusts.
 func (a *artifacts) writeAtomic(rel string, data []byte) error {
-	p := a.path(rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
+	if err := atomicfile.Write(a.path(rel), data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	return nil

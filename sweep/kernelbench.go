@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/kagent-dev/kagent/internal/atomicfile"
 )
 
 // KernelBench-compatible exports (kernelbench.md §2 "JSON formats"), so that
@@ -165,10 +167,10 @@ func WriteReport(dir string, m Manifest, results []ProblemResult, now time.Time)
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, PlotFile), svg); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, PlotFile), svg, 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, ReportFile), Markdown(m, results, now)); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ReportFile), Markdown(m, results, now), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return writeKernelBench(dir, m, results)

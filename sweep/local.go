@@ -19,6 +19,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/internal/atomicfile"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
 )
@@ -229,7 +230,7 @@ func (l *Local) supply(job Job) error {
 		if err != nil {
 			return fmt.Errorf("supply kernel: %w", err)
 		}
-		if err := writeFile(filepath.Join(job.Dir, f), b); err != nil {
+		if err := atomicfile.Write(filepath.Join(job.Dir, f), b, 0o644); err != nil {
 			return fmt.Errorf("supply kernel: %w", err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/kagent-dev/kagent/internal/atomicfile"
 )
 
 // The files Write creates.
@@ -35,35 +37,9 @@ func Write(dir string, d Data) error {
 		if err != nil {
 			return fmt.Errorf("write report %s: %w", r.name, err)
 		}
-		if err := writeFile(filepath.Join(dir, r.name), b); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, r.name), b, 0o644); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
-	}
-	return nil
-}
-
-func writeFile(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
 	}
 	return nil
 }

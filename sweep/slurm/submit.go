@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kagent-dev/kagent/internal/atomicfile"
 )
 
 // Job is the record of a submitted array job, kept in DIR/slurm/job.json.
@@ -96,7 +98,7 @@ func Submit(ctx context.Context, spec Spec, opts Options) (Job, error) {
 		return Job{}, fmt.Errorf("submit slurm job: %w", err)
 	}
 	scriptPath := filepath.Join(dir, scriptFile)
-	if err := writeFileAtomic(scriptPath, []byte(script), 0o755); err != nil {
+	if err := atomicfile.Write(scriptPath, []byte(script), 0o755); err != nil {
 		return Job{}, fmt.Errorf("submit slurm job: %w", err)
 	}
 	for i := 0; i < spec.Shards; i++ {
@@ -125,7 +127,7 @@ func Submit(ctx context.Context, spec Spec, opts Options) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("submit slurm job: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, recordFile), append(data, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, recordFile), append(data, '\n'), 0o644); err != nil {
 		return job, fmt.Errorf("submit slurm job %s: record it: %w", id, err)
 	}
 	return job, nil
@@ -140,25 +142,4 @@ func parseParsable(out string) (id, cluster string, err error) {
 		return "", "", fmt.Errorf("%w: sbatch printed %q, not a job id", ErrCommand, strings.TrimSpace(out))
 	}
 	return id, cluster, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
