@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -10,7 +9,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/kagent-dev/kagent/agent/report"
 )
 
 // Series names of the fast_p plot (legend entries, as prefixes).
@@ -26,8 +26,6 @@ var (
 )
 
 const (
-	plotWidth  = 7 * vg.Inch
-	plotHeight = 4.5 * vg.Inch
 	// curvePoints is how many thresholds the fast_p curves are sampled at.
 	curvePoints = 400
 )
@@ -105,21 +103,5 @@ func Plot(m Manifest, results []ProblemResult) ([]byte, error) {
 	}
 	p.X.Min, p.X.Max = 0, hi
 	p.Y.Min, p.Y.Max = 0, 1.3 // room for the legend above the curves
-	return render(p)
-}
-
-func render(p *plot.Plot) (out []byte, err error) {
-	defer func() {
-		// gonum/plot panics on some degenerate inputs; a report must not.
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("render plot %q: %v", p.Title.Text, r)
-		}
-	}()
-	c := vgsvg.New(plotWidth, plotHeight)
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("render plot %q: %w", p.Title.Text, err)
-	}
-	return buf.Bytes(), nil
+	return report.RenderSVG(p)
 }

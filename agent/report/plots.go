@@ -50,7 +50,7 @@ func TimePlot(d Data) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render(p)
+	return RenderSVG(p)
 }
 
 func timePlot(d Data) (*plot.Plot, error) {
@@ -153,7 +153,7 @@ func RooflinePlot(d Data) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render(p)
+	return RenderSVG(p)
 }
 
 func rooflinePlot(d Data) (*plot.Plot, error) {
@@ -306,9 +306,10 @@ func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-func render(p *plot.Plot) (out []byte, err error) {
+// RenderSVG draws a plot as the SVG every kagent report uses (7 × 4.5 in).
+// gonum/plot panics on some degenerate inputs; RenderSVG returns an error.
+func RenderSVG(p *plot.Plot) (out []byte, err error) {
 	defer func() {
-		// gonum/plot panics on some degenerate inputs; a report must not.
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("render plot %q: %v", p.Title.Text, r)
 		}
