@@ -93,7 +93,8 @@ type Worker struct {
 	lines   chan []byte // reply lines, closed at EOF
 	readErr error       // why lines closed (set before close)
 	done    chan struct{}
-	waitErr error // set before done is closed
+	waitErr error         // set before done is closed
+	errEOF  chan struct{} // closed when stderr has been read to its end
 	tail    *proc.Tail
 	workDir string
 	ownDir  bool
@@ -113,7 +114,7 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &Worker{opts: o, log: log, lines: make(chan []byte, 1), done: make(chan struct{}), tail: proc.NewTail(stderrTailSize), nextID: 1}
+	w := &Worker{opts: o, log: log, lines: make(chan []byte, 1), done: make(chan struct{}), errEOF: make(chan struct{}), tail: proc.NewTail(stderrTailSize), nextID: 1}
 	if o.WorkDir == "" {
 		d, err := os.MkdirTemp("", "kagent-worker-")
 		if err != nil {
@@ -190,6 +191,7 @@ func (w *Worker) launch(isolate bool) (bool, error) {
 	go func() {
 		_, _ = io.Copy(w.tail, errR)
 		errR.Close()
+		close(w.errEOF)
 	}()
 	go func() {
 		err := cmd.Wait()
@@ -378,6 +380,12 @@ func (w *Worker) exitError() error {
 			return ErrClosed
 		}
 		return &ExitError{Err: errors.New("worker stopped answering"), Stderr: w.tail.String()}
+	}
+	// The process is gone but its last stderr lines may still be in the
+	// pipe; a child that outlived it may hold the pipe open, so wait briefly.
+	select {
+	case <-w.errEOF:
+	case <-time.After(2 * time.Second):
 	}
 	e := &ExitError{Stderr: w.tail.String(), Code: -1}
 	if w.cmd.ProcessState != nil {
