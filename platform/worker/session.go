@@ -263,9 +263,12 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 }
 
 // profileFootprint is how many times one draw's inputs plus outputs the
-// worker and a profiled process may hold together: the worker keeps every
-// draw with its reference and a candidate's outputs, the profiled process
-// builds its own draws and references.
+// worker and a second process on its GPU may hold together: the worker keeps
+// every draw with its reference and a candidate's outputs; the acceptance
+// gate's process builds all of its own draws and references. A profiled
+// process builds one draw and no references, but ncu may keep copies of what
+// the kernel writes to restore it between replay passes, so it shares the
+// gate's bound.
 const profileFootprint = 12
 
 // profileNeedsRoom reports whether the worker's copy of the problem should

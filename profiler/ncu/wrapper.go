@@ -23,11 +23,11 @@ var templates = pongo2.NewSet("ncu", pongo2.NewFSLoader(templateFS))
 var wrapperTpl = pongo2.Must(templates.FromFile("wrapper.py.tmpl"))
 
 // Wrapper describes the script ncu runs. It uses the harness
-// (kagent_harness) the way the verifying worker does: loading.load_problem
+// (kagent_harness) the way the verifying worker does: loading.load_for_profile
 // with a load request (problem path, dtype, seeds, TF32 policy, shape
-// override), then candidate.import_candidate, find_entry and
-// Candidate.callable_for on the chosen shape set, and the inputs of its first
-// draw.
+// override) builds the chosen shape set with its first draw only (no
+// reference outputs), then candidate.import_candidate, find_entry and
+// Candidate.callable_for give the call to profile.
 type Wrapper struct {
 	// HarnessDir is the directory that holds the kagent_harness package.
 	HarnessDir    string

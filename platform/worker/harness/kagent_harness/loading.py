@@ -225,7 +225,10 @@ def _build_shape_set(
     init_seed: int,
     seeds: List[int],
     override: Dict[str, Any],
+    reference: bool = True,
 ) -> ShapeSet:
+    """The shape set under ``override``, one draw per seed; with ``reference``
+    False the draws get no reference output (ref None)."""
     with _overridden(module, override, path):
         seed_all(init_seed)
         try:
@@ -254,6 +257,9 @@ def _build_shape_set(
                 raise _problem_error(path, f"get_inputs returned {type(raw).__name__}, expected a list")
             inputs = list(_to_device(list(raw), device, dtype))
             del raw
+            if not reference:
+                shape_set.draws.append(Draw(index=index, inputs=inputs, ref=None))
+                continue
             try:
                 copies = devmod.clone_all(inputs)
                 with torch.no_grad():
@@ -291,18 +297,24 @@ def _count_flops(
     return counted.flops, counted.note
 
 
-def load_problem(
-    req: Dict[str, Any], device: Device, problem_id: str, flop_counter: Optional[ModuleType] = None
-) -> Problem:
-    """Load a problem (see PROTOCOL.md, load_problem). ``flop_counter`` stands
-    in for torch.utils.flop_counter (tests)."""
+@dataclass
+class _Request:
+    path: str
+    dtype_name: str
+    dtype: Optional[torch.dtype]
+    seeds: List[int]
+    tf32: str
+    shapes: List[Dict[str, Any]]
+    test_path: str
+
+
+def _parse_request(req: Dict[str, Any]) -> _Request:
     path = str(req.get("problem_path") or "")
     if not path or not os.path.isfile(path):
         raise RequestError("bad_request", f"problem_path {path!r} is not a file")
     dtype_name = str(req.get("dtype") or "")
     if dtype_name not in DTYPES:
         raise RequestError("bad_request", f"dtype {dtype_name!r} is not one of fp32, fp16, bf16")
-    dtype = DTYPES[dtype_name]
     seeds = [int(s) for s in (req.get("seeds") or [])]
     if len(seeds) < 3:
         raise RequestError("bad_request", f"need at least 3 seeds (public ones and a secret one), got {len(seeds)}")
@@ -315,24 +327,46 @@ def load_problem(
     test_path = str(req.get("test_path") or "")
     if test_path and not os.path.isfile(test_path):
         raise RequestError("bad_request", f"test_path {test_path!r} is not a file")
+    return _Request(path, dtype_name, DTYPES[dtype_name], seeds, tf32, [dict(s) for s in shapes], test_path)
 
-    apply_tf32(tf32)
-    try:
-        module = import_file(path, "kagent_problem")
-    except BaseException as exc:  # noqa: BLE001 - user code, SystemExit included
-        raise _problem_error(path, "import failed", exc) from None
-    for name in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(module, name):
-            what = "class Model" if name == "Model" else f"function {name}()"
-            raise _problem_error(path, f"no {what} (KernelBench form needs Model, get_inputs, get_init_inputs)")
 
-    init_seed = seeds[0]
-    prepare(device.torch_device)
-    main = _build_shape_set(module, path, device, dtype, init_seed, seeds, {})
-    flops, flops_note = _count_flops(path, main, device, dtype_name, tf32, flop_counter)
+def _new_problem(
+    req: Dict[str, Any], r: _Request, problem_id: str, module: ModuleType, device: Device, main: ShapeSet, extra: List[ShapeSet]
+) -> Problem:
+    atol = req.get("atol")
+    rtol = req.get("rtol")
+    return Problem(
+        id=problem_id,
+        path=r.path,
+        module=module,
+        device=device,
+        dtype=r.dtype,
+        dtype_name=r.dtype_name,
+        seeds=r.seeds,
+        init_seed=r.seeds[0],
+        atol=float(atol) if atol is not None else None,
+        rtol=float(rtol) if rtol is not None else None,
+        tf32=r.tf32,
+        allow_inplace=bool(req.get("allow_inplace", False)),
+        atomics=bool(req.get("atomics", False)),
+        test_path=r.test_path,
+        main=main,
+        extra=extra,
+    )
+
+
+def load_problem(
+    req: Dict[str, Any], device: Device, problem_id: str, flop_counter: Optional[ModuleType] = None
+) -> Problem:
+    """Load a problem (see PROTOCOL.md, load_problem). ``flop_counter`` stands
+    in for torch.utils.flop_counter (tests)."""
+    r = _parse_request(req)
+    module = _import_and_prepare(r, device)
+    init_seed = r.seeds[0]
+    main = _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds, {})
+    flops, flops_note = _count_flops(r.path, main, device, r.dtype_name, r.tf32, flop_counter)
     extra = [
-        _build_shape_set(module, path, device, dtype, init_seed, seeds[:1], dict(override))
-        for override in shapes
+        _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds[:1], override) for override in r.shapes
     ]
     for shape_set in [main] + extra:
         for draw in shape_set.draws:
@@ -342,28 +376,41 @@ def load_problem(
     # candidates' allocations get segments of their own sizes (no large cached
     # block split by a small long-lived tensor).
     device.empty_cache()
-    atol = req.get("atol")
-    rtol = req.get("rtol")
-    return Problem(
-        id=problem_id,
-        path=path,
-        module=module,
-        device=device,
-        dtype=dtype,
-        dtype_name=dtype_name,
-        seeds=seeds,
-        init_seed=init_seed,
-        atol=float(atol) if atol is not None else None,
-        rtol=float(rtol) if rtol is not None else None,
-        tf32=tf32,
-        allow_inplace=bool(req.get("allow_inplace", False)),
-        atomics=bool(req.get("atomics", False)),
-        test_path=test_path,
-        main=main,
-        extra=extra,
-        flops=flops,
-        flops_note=flops_note,
+    problem = _new_problem(req, r, problem_id, module, device, main, extra)
+    problem.flops, problem.flops_note = flops, flops_note
+    return problem
+
+
+def load_for_profile(req: Dict[str, Any], device: Device, problem_id: str) -> Tuple[Problem, ShapeSet]:
+    """What a profile of one call needs, and nothing more: the shape set it
+    profiles (the request's first shape override, else the default shapes),
+    built exactly as load_problem builds it (same seeds, same model weights,
+    same first draw), with that one draw and no reference output, FLOP count
+    or checksums. A profiler's process then holds one copy of the inputs, not
+    every draw and its reference."""
+    r = _parse_request(req)
+    module = _import_and_prepare(r, device)
+    override = r.shapes[0] if r.shapes else {}
+    shape_set = _build_shape_set(
+        module, r.path, device, r.dtype, r.seeds[0], r.seeds[:1], override, reference=False
     )
+    device.empty_cache()
+    extra = [shape_set] if r.shapes else []
+    return _new_problem(req, r, problem_id, module, device, shape_set, extra), shape_set
+
+
+def _import_and_prepare(r: _Request, device: Device) -> ModuleType:
+    apply_tf32(r.tf32)
+    try:
+        module = import_file(r.path, "kagent_problem")
+    except BaseException as exc:  # noqa: BLE001 - user code, SystemExit included
+        raise _problem_error(r.path, "import failed", exc) from None
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            what = "class Model" if name == "Model" else f"function {name}()"
+            raise _problem_error(r.path, f"no {what} (KernelBench form needs Model, get_inputs, get_init_inputs)")
+    prepare(device.torch_device)
+    return module
 
 
 def references_intact(problem: Problem) -> Optional[str]:

@@ -7,7 +7,7 @@ import unittest
 import torch
 
 from kagent_harness.failures import RequestError
-from kagent_harness.loading import references_intact
+from kagent_harness.loading import load_for_profile, load_problem, references_intact
 from tests.helpers import ADD_RELU, SEEDS, TempFilesCase
 
 
@@ -108,6 +108,67 @@ class LoadingTest(TempFilesCase):
     def test_tf32_reported(self) -> None:
         self.assertEqual(self.problem(tf32="allow").summary()["tf32"], "allow")
         self.assertEqual(self.problem().summary()["tf32"], "forbid")
+
+
+WEIGHTED_COUNTED = """
+import torch
+import torch.nn as nn
+
+FORWARDS = []
+
+class Model(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(d))
+
+    def forward(self, x):
+        FORWARDS.append(tuple(x.shape))
+        return x * self.w
+
+N = 16
+D = 8
+
+def get_inputs():
+    return [torch.randn(N, D)]
+
+def get_init_inputs():
+    return [D]
+"""
+
+
+class LoadForProfileTest(TempFilesCase):
+    def load(self, **options):
+        path = self.write(WEIGHTED_COUNTED, "profiled.py")
+        req = {"problem_path": path, "seeds": SEEDS}
+        req.update(options)
+        full = load_problem(dict(req), self.device, "full")
+        return full, load_for_profile(dict(req), self.device, "profile")
+
+    def test_same_first_draw_and_weights_without_the_reference(self) -> None:
+        for shapes, label in (([], "default"), ([{"N": 5}, {"N": 3}], "{N: 5}")):
+            with self.subTest(shapes=shapes):
+                full, (problem, shape_set) = self.load(shapes=shapes)
+                want = full.extra[0] if shapes else full.main
+                self.assertEqual(shape_set.label, label)
+                self.assertEqual(len(shape_set.draws), 1)
+                self.assertIsNone(shape_set.draws[0].ref)
+                self.assertTrue(torch.equal(shape_set.draws[0].inputs[0], want.draws[0].inputs[0]))
+                self.assertTrue(torch.equal(shape_set.model.w, want.model.w))
+                self.assertEqual(shape_set.init_inputs, want.init_inputs)
+                # The reference never ran and no FLOPs were counted.
+                self.assertEqual(problem.module.FORWARDS, [])
+                self.assertIsNone(problem.flops)
+                self.assertEqual(problem.init_seed, SEEDS[0])
+
+    def test_dtype_applied(self) -> None:
+        _, (_, shape_set) = self.load(dtype="fp16")
+        self.assertEqual(shape_set.draws[0].inputs[0].dtype, torch.float16)
+        self.assertEqual(shape_set.model.w.dtype, torch.float16)
+
+    def test_bad_request_is_refused_the_same_way(self) -> None:
+        with self.assertRaises(RequestError) as ctx:
+            load_for_profile({"problem_path": self.write(WEIGHTED_COUNTED), "seeds": [1]}, self.device, "p")
+        self.assertEqual(ctx.exception.kind, "bad_request")
 
 
 if __name__ == "__main__":
