@@ -360,6 +360,11 @@ func (l *loop) round0(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if pp, ok := l.in.Session.(platform.ProfilePreparer); ok && c.Status != store.StatusProfiled && l.skipProfile(c) == "" {
+		// The input's profile follows its verification and the baselines:
+		// the profiler's start-up can overlap them.
+		pp.PrepareProfile()
+	}
 	for _, kind := range []platform.TargetKind{platform.TargetEager, platform.TargetCompile} {
 		if err := l.baseline(ctx, kind, detail.Baselines); err != nil {
 			return err

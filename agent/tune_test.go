@@ -141,6 +141,14 @@ type countingSession struct {
 	*worker.Session
 	mu       sync.Mutex
 	profiled []string
+	prepared int // PrepareProfile calls
+}
+
+func (s *countingSession) PrepareProfile() {
+	s.mu.Lock()
+	s.prepared++
+	s.mu.Unlock()
+	s.Session.PrepareProfile()
 }
 
 func counting(t testing.TB, s platform.Session) *countingSession {
@@ -210,6 +218,10 @@ func TestProfilePolicy(t *testing.T) {
 			tc.want = want
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("profiled %v, want %v", got, tc.want)
+			}
+			// The profiler is told ahead of the input's profile, once.
+			if wantPrepared := min(len(tc.want), 1); cs.prepared != wantPrepared {
+				t.Errorf("PrepareProfile called %d times, want %d", cs.prepared, wantPrepared)
 			}
 			if best := all[res.Best.ID]; tc.policy != configs.ProfileNone && (best.Metrics == nil || strings.HasPrefix(best.Metrics.Fallback, notProfiled)) {
 				t.Errorf("the best %s kept the policy's synthetic metrics: %+v", best.ID, best.Metrics)

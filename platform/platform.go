@@ -138,6 +138,14 @@ type Session interface {
 	Close() error
 }
 
+// ProfilePreparer is a Session that can get its profiler ready before the
+// first profile, so that the profiler's start-up overlaps other work
+// (worker sessions with ncu start the profiled process early). It returns
+// at once.
+type ProfilePreparer interface {
+	PrepareProfile()
+}
+
 // Platform is one vendor stack.
 type Platform interface {
 	// Name is the registry name ("cuda", "rocm", ...).

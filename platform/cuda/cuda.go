@@ -5,6 +5,7 @@ package cuda
 
 import (
 	"context"
+	"runtime"
 	"strings"
 
 	"github.com/kagent-dev/kagent/platform"
@@ -27,6 +28,8 @@ func init() {
 // Platform is the NVIDIA platform.
 type Platform struct {
 	cfg platform.Config
+	// ncuAhead starts each profile's process ahead (platform_kwargs.ncu_ahead).
+	ncuAhead bool
 	// Stack supplies Open, OpenSlot, Slots, Specs and Executes.
 	gpu.Stack
 }
@@ -37,7 +40,11 @@ func New(cfg platform.Config) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Platform{cfg: cfg}
+	ahead, err := ncu.AheadFromKwargs(cfg.Kwargs, runtime.NumCPU())
+	if err != nil {
+		return nil, err
+	}
+	p := &Platform{cfg: cfg, ncuAhead: ahead}
 	p.Stack = gpu.Stack{
 		Name:    Name,
 		Config:  cfg,
@@ -88,7 +95,8 @@ func (p *Platform) Guidance() string {
 }
 
 // NCUProfiler returns the factory of Nsight Compute profilers that cuda
-// sessions use, for callers that build worker sessions themselves.
+// sessions use, for callers that build worker sessions themselves. Their
+// profiles start no process ahead.
 func NCUProfiler(cfg platform.Config) func(worker.ProfilerSetup) (platform.Profiler, error) {
 	return (&Platform{cfg: cfg}).ncuProfiler
 }
@@ -105,7 +113,7 @@ func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error
 		NCUPath: p.cfg.NCUPath, Python: p.cfg.Python, HarnessDir: s.HarnessDir,
 		ProblemPath: s.Load.ProblemPath, Entry: s.Entry, DType: s.Load.DType, Seeds: s.Load.Seeds, TF32: s.Load.TF32,
 		GPU: dev, Timeout: p.cfg.ProfileTimeout, Env: append(append([]string(nil), s.Env...), s.SlotEnv...),
-		WorkDir: p.cfg.WorkDir,
+		WorkDir: p.cfg.WorkDir, Ahead: p.ncuAhead,
 	})
 }
 

@@ -69,3 +69,73 @@ func TestProfileFreesTheWorkerWhenTight(t *testing.T) {
 	}
 	verify() // loads the problem again
 }
+
+// aheadProfiler records the calls a session makes on a profiler that can
+// start early.
+type aheadProfiler struct {
+	slotEnv   []string
+	prestarts int
+	closes    int
+}
+
+func (p *aheadProfiler) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
+	return roofline.Metrics{Source: "test", TimeMS: 1}, nil
+}
+func (p *aheadProfiler) Prestart()    { p.prestarts++ }
+func (p *aheadProfiler) Close() error { p.closes++; return nil }
+
+// TestPrepareProfile: PrepareProfile builds every slot's profiler and
+// starts it early; a Reopen and the session's Close end the profilers, and
+// the next task gets new ones.
+func TestPrepareProfile(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" || testing.Short() {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	abs, _ := filepath.Abs("testdata/problems/add_relu")
+	task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py")}
+	var made []*aheadProfiler
+	s, err := OpenSession(context.Background(), task, SessionConfig{
+		Python: py, Device: "cpu", CacheDir: t.TempDir(),
+		Slots:  [][]string{{"KAGENT_TEST_SLOT=a"}, {"KAGENT_TEST_SLOT=b"}},
+		Env:    []string{"CUDA_VISIBLE_DEVICES="},
+		Engine: EngineOptions{VerifyTimeout: 60 * time.Second},
+		Profiler: func(ps ProfilerSetup) (platform.Profiler, error) {
+			p := &aheadProfiler{slotEnv: ps.SlotEnv}
+			made = append(made, p)
+			return p, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.PrepareProfile()
+	if len(made) != 2 || made[0].prestarts != 1 || made[1].prestarts != 1 ||
+		made[0].slotEnv[len(made[0].slotEnv)-1] == made[1].slotEnv[len(made[1].slotEnv)-1] {
+		t.Fatalf("after PrepareProfile: %d profilers %+v, want one per slot, each started early", len(made), made)
+	}
+	// Profile uses the slot's profiler, not a new one.
+	if _, err := s.Profile(context.Background(), platform.Candidate{ID: "x", Path: "x.py"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 2 {
+		t.Fatalf("Profile built another profiler (%d)", len(made))
+	}
+	if err := s.Reopen(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	if made[0].closes != 1 || made[1].closes != 1 {
+		t.Fatalf("Reopen did not close the profilers: %+v", made)
+	}
+	s.PrepareProfile()
+	if len(made) != 4 {
+		t.Fatalf("after Reopen, PrepareProfile made %d profilers in all, want 4", len(made))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if made[2].closes != 1 || made[3].closes != 1 {
+		t.Fatalf("Close did not close the profilers: %+v", made[2:])
+	}
+}

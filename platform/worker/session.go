@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -145,9 +146,7 @@ func (s *Session) Reopen(ctx context.Context, task *kerneldir.Task) error {
 	s.Engine.req, s.Engine.info = NewLoadRequest(task, seed), nil
 	s.Engine.mu.Unlock()
 	s.entry = string(task.Entry)
-	s.profMu.Lock()
-	s.profilers = map[int]platform.Profiler{}
-	s.profMu.Unlock()
+	s.closeProfilers()
 	return nil
 }
 
@@ -238,16 +237,7 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 		return roofline.Metrics{}, err
 	}
 	defer l.Release()
-	s.profMu.Lock()
-	p, ok := s.profilers[l.Slot()]
-	if !ok {
-		p, err = s.cfg.Profiler(ProfilerSetup{HarnessDir: s.hdir, Load: s.Engine.req, Entry: s.entry,
-			SlotEnv: l.slot.opts.Env, Env: s.env, Specs: s.Specs, Info: s.Info})
-		if err == nil {
-			s.profilers[l.Slot()] = p
-		}
-	}
-	s.profMu.Unlock()
+	p, err := s.profiler(l.slot)
 	if err != nil {
 		return roofline.Metrics{}, err
 	}
@@ -260,6 +250,66 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 		}
 	}
 	return p.Profile(ctx, c)
+}
+
+// profiler is the slot's profiler, built on first use.
+func (s *Session) profiler(sl *slot) (platform.Profiler, error) {
+	s.profMu.Lock()
+	defer s.profMu.Unlock()
+	if p, ok := s.profilers[sl.index]; ok {
+		return p, nil
+	}
+	s.Engine.mu.Lock()
+	load := s.Engine.req
+	s.Engine.mu.Unlock()
+	p, err := s.cfg.Profiler(ProfilerSetup{HarnessDir: s.hdir, Load: load, Entry: s.entry,
+		SlotEnv: sl.opts.Env, Env: s.env, Specs: s.Specs, Info: s.Info})
+	if err != nil {
+		return nil, err
+	}
+	s.profilers[sl.index] = p
+	return p, nil
+}
+
+// prestarter is a profiler that can start its next profile's process
+// before it is needed (profiler/ncu).
+type prestarter interface{ Prestart() }
+
+// PrepareProfile tells the session that a profile will follow: profilers
+// that can start their process early do so on every GPU now, and the
+// process's start-up overlaps whatever runs before the profile (the
+// input's verification and baselines). It returns at once.
+func (s *Session) PrepareProfile() {
+	if s.cfg.Profiler == nil {
+		return
+	}
+	for _, sl := range s.Engine.pool.slots {
+		p, err := s.profiler(sl)
+		if err != nil {
+			continue // Profile reports it
+		}
+		if ps, ok := p.(prestarter); ok {
+			ps.Prestart()
+		}
+	}
+}
+
+// closeProfilers ends what the profilers keep running and forgets them.
+func (s *Session) closeProfilers() {
+	s.profMu.Lock()
+	defer s.profMu.Unlock()
+	for _, p := range s.profilers {
+		if c, ok := p.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	s.profilers = map[int]platform.Profiler{}
+}
+
+// Close ends the profilers' processes and the workers.
+func (s *Session) Close() error {
+	s.closeProfilers()
+	return s.Engine.Close()
 }
 
 // profileFootprint is how many times one draw's inputs plus outputs the
@@ -313,7 +363,10 @@ func (s *Session) syntheticProfile(ctx context.Context, c platform.Candidate, re
 }
 
 // Interface guards
-var _ platform.Session = (*Session)(nil)
+var (
+	_ platform.Session         = (*Session)(nil)
+	_ platform.ProfilePreparer = (*Session)(nil)
+)
 
 // Floor returns the roofline floor of one call of the problem on the
 // session's GPU (0 when the GPU has no specs, e.g. the cpu platform).

@@ -10,19 +10,29 @@
 // CSV is filtered to the candidate's own Triton kernels by name (PyTorch
 // and library helper kernels dropped) and aggregated over the call's
 // launches into roofline.Metrics.
+//
+// With Config.Ahead, the next profile's process is started before it is
+// needed (Profiler.Prestart, and after every profile): the wrapper imports
+// torch, Triton and the harness and waits for a job file naming the
+// candidate, so that its start-up overlaps other work. Runner.Start and
+// Pending.Finish run such a process; the GPU lock is taken only when the
+// job is handed over.
 package ncu
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kagent-dev/kagent/internal/atomicfile"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/profiler/kernels"
 	"github.com/kagent-dev/kagent/roofline"
@@ -61,8 +71,40 @@ type Config struct {
 	Metrics []string
 	// Env is added to the program's environment (TRITON_CACHE_DIR, ...).
 	Env []string
+	// Device is the harness's device kind ("" = cuda).
+	Device string
+	// Ahead starts the next profile's process before it is needed
+	// (Prestart, and after every profile): its Python, torch and Triton
+	// imports and ncu's start then overlap other work. That process
+	// touches no GPU until its profile and profiles every kernel of the
+	// marked call (the candidate, hence ncu's kernel filter, is not known
+	// yet); the candidate's own kernels are selected afterwards as usual.
+	Ahead bool
+	// IdleSeconds is how long a process started ahead waits for its
+	// profile before it exits (0 = 600).
+	IdleSeconds int
 	// Logger receives debug lines (nil = discard).
 	Logger *slog.Logger
+}
+
+// KwargAhead is the platform_kwargs key that sets Config.Ahead: "true" or
+// "false" ("auto", or no key: on when the machine has at least 4 CPUs, so
+// that the early start's imports do not compete with the timing loop for
+// a core).
+const KwargAhead = "ncu_ahead"
+
+// AheadFromKwargs reads KwargAhead; cpus is the machine's CPU count.
+func AheadFromKwargs(kw map[string]string, cpus int) (bool, error) {
+	v := strings.ToLower(strings.TrimSpace(kw[KwargAhead]))
+	switch v {
+	case "", "auto":
+		return cpus >= 4, nil
+	case "true", "yes", "1", "on":
+		return true, nil
+	case "false", "no", "0", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("read platform_kwargs.%s: %w: %q is not true, false or auto", KwargAhead, ErrConfig, v)
 }
 
 // Profiler profiles candidates of one problem with ncu. It is safe for
@@ -71,6 +113,18 @@ type Profiler struct {
 	cfg    Config
 	runner *Runner
 	seq    atomic.Int64
+
+	mu      sync.Mutex
+	ahead   *ahead // the process started ahead, if any
+	noAhead string // why starting ahead was turned off ("" = it is not)
+	closed  bool
+}
+
+// ahead is a profile's process started before its candidate was known.
+type ahead struct {
+	run *Pending
+	dir string // its wrapper, job file and log; removed when it ends
+	job string
 }
 
 // New checks cfg and returns a Profiler. It does not look for ncu yet, so a
@@ -100,41 +154,208 @@ func New(cfg Config) (*Profiler, error) {
 	}}, nil
 }
 
-// Profile runs one call of the candidate under ncu and returns the
-// metrics of its own kernels, aggregated over the call.
-func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
-	dir := p.cfg.WorkDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "kagent-ncu-")
-		if err != nil {
-			return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
+// wrapper is the Wrapper of this profiler's problem.
+func (p *Profiler) wrapper() Wrapper {
+	return Wrapper{
+		HarnessDir: p.cfg.HarnessDir, ProblemPath: p.cfg.ProblemPath, Entry: p.cfg.Entry,
+		DType: p.cfg.DType, Seeds: p.cfg.Seeds, TF32: p.cfg.TF32, ShapeOverride: p.cfg.ShapeOverride,
+		Device: p.cfg.Device, Warmup: p.cfg.Warmup, IdleSeconds: p.cfg.IdleSeconds,
 	}
+}
+
+// Prestart starts the next profile's process now (Config.Ahead), unless one
+// is waiting already. It returns at once; a failure to start is logged and
+// the next profile starts its own process.
+func (p *Profiler) Prestart() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cfg.Ahead || p.closed || p.noAhead != "" || p.ahead != nil && !p.ahead.run.Exited() {
+		return
+	}
+	p.dropAhead()
+	a, err := p.startAhead()
+	if err != nil {
+		p.logger().Warn("ncu: could not start the next profile's process ahead", "err", err)
+		return
+	}
+	p.ahead = a
+}
+
+func (p *Profiler) startAhead() (*ahead, error) {
+	dir, err := os.MkdirTemp(p.cfg.WorkDir, "kagent-ncu-ahead-")
+	if err != nil {
+		return nil, err
+	}
+	w := p.wrapper()
+	w.JobFile = filepath.Join(dir, "job.json")
+	script, err := w.Render()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "ncu_wrapper.py"), []byte(script), 0o644)
+	}
+	var run *Pending
+	if err == nil {
+		// The candidate is not known yet: no kernel filter for ncu.
+		run, err = p.runner.Start(Run{GPU: p.cfg.GPU, Dir: dir, Command: Command{
+			Metrics: p.cfg.Metrics, Mark: p.cfg.Mark, MaxLaunches: p.cfg.MaxLaunches,
+			Program: []string{p.cfg.Python, filepath.Join(dir, "ncu_wrapper.py")},
+		}})
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &ahead{run: run, dir: dir, job: w.JobFile}, nil
+}
+
+// takeAhead hands the waiting process to one profile; nil when there is
+// none or it has ended (it waited in vain, IdleSeconds).
+func (p *Profiler) takeAhead() *ahead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ahead != nil && p.ahead.run.Exited() {
+		p.dropAhead()
+	}
+	a := p.ahead
+	p.ahead = nil
+	return a
+}
+
+// dropAhead ends the waiting process; p.mu is held.
+func (p *Profiler) dropAhead() {
+	if p.ahead != nil {
+		p.ahead.run.Abandon()
+		os.RemoveAll(p.ahead.dir)
+		p.ahead = nil
+	}
+}
+
+// Close ends the process started ahead, if any; later profiles start their
+// own. It is idempotent.
+func (p *Profiler) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.dropAhead()
+	return nil
+}
+
+// profileAhead hands the candidate to a process started ahead and waits
+// for its report.
+func (p *Profiler) profileAhead(ctx context.Context, a *ahead, path string) (*Report, error) {
+	defer os.RemoveAll(a.dir)
+	return a.run.Finish(ctx, func() error {
+		data, err := json.Marshal(job{CandidatePath: path, Entry: p.cfg.Entry})
+		if err != nil {
+			return err
+		}
+		return atomicfile.Write(a.job, data, 0o644)
+	})
+}
+
+func (p *Profiler) logger() *slog.Logger {
+	if p.cfg.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.cfg.Logger
+}
+
+// Profile runs one call of the candidate under ncu and returns the
+// metrics of its own kernels, aggregated over the call. It uses the
+// process started ahead when there is one; if that fails, the profile runs
+// again in a fresh process, with ncu's kernel filter, and this profiler
+// starts no more processes ahead (a profiled candidate has passed
+// verification, so such a failure is most likely the way ahead's).
+func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
+	defer func() {
+		if ctx.Err() == nil {
+			p.Prestart()
+		}
+	}()
 	path := c.Path
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	script, err := Wrapper{
-		HarnessDir: p.cfg.HarnessDir, ProblemPath: p.cfg.ProblemPath, CandidatePath: path,
-		Entry: p.cfg.Entry, DType: p.cfg.DType, Seeds: p.cfg.Seeds, TF32: p.cfg.TF32,
-		ShapeOverride: p.cfg.ShapeOverride, Warmup: p.cfg.Warmup,
-	}.Render()
-	if err != nil {
-		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
-	}
-	scriptPath := filepath.Join(dir, fmt.Sprintf("ncu_wrapper_%s_%d.py", kernels.FileName(c.ID), p.seq.Add(1)))
-	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
-		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
-	}
-	defer os.Remove(scriptPath)
-
 	filter := Filter{Names: kernels.Names(c.Source)}
 	var warnings []string
 	if len(filter.Names) == 0 {
 		warnings = append(warnings, "no @triton.jit function found in the candidate: metrics cover every non-helper kernel of the call")
 	}
+	var rep *Report
+	var err error
+	metrics := p.cfg.Metrics
+	if a := p.takeAhead(); a != nil {
+		rep, err = p.profileAhead(ctx, a, path)
+		if err == nil {
+			if launches := rep.Select(filter); len(launches) == 0 {
+				err = fmt.Errorf("%w: kernels seen: %v, candidate's: %v", ErrNoKernels, kernelNames(rep.Launches), filter.Names)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
+			}
+			p.mu.Lock()
+			p.noAhead = oneLine(err.Error())
+			p.mu.Unlock()
+			p.logger().Warn("ncu: the profile's process started ahead failed; profiling in a fresh one and no longer starting ahead",
+				"candidate", c.ID, "err", err)
+			rep = nil
+		}
+	}
+	if rep == nil {
+		rep, metrics, warnings, err = p.profileFresh(ctx, c, path, filter, warnings)
+		if err != nil {
+			return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
+		}
+	}
+	launches := rep.Select(filter)
+	if len(launches) == 0 {
+		return roofline.Metrics{}, fmt.Errorf("profile %s: %w: kernels seen: %v, candidate's: %v", c.ID, ErrNoKernels, kernelNames(rep.Launches), filter.Names)
+	}
+	var missing []string
+	for _, name := range metrics {
+		if _, ok := rep.Units[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		warnings = append(warnings, "ncu did not report (unknown to this ncu or GPU): "+strings.Join(missing, ", "))
+	}
+	m, err := Aggregate(launches, metrics)
+	if err != nil {
+		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
+	}
+	if len(rep.Launches) >= p.cfg.MaxLaunches {
+		warnings = append(warnings, fmt.Sprintf("the call launched at least %d kernels: only the first %d were profiled", p.cfg.MaxLaunches, p.cfg.MaxLaunches))
+	}
+	m.Warnings = append(warnings, m.Warnings...)
+	return m, nil
+}
+
+// profileFresh renders the wrapper for the candidate and runs ncu on it,
+// with ncu's kernel filter set to the candidate's kernels. It returns the
+// report and the metrics that ncu accepted.
+func (p *Profiler) profileFresh(ctx context.Context, c platform.Candidate, path string, filter Filter, warnings []string) (*Report, []string, []string, error) {
+	dir := p.cfg.WorkDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "kagent-ncu-")
+		if err != nil {
+			return nil, nil, warnings, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	w := p.wrapper()
+	w.CandidatePath = path
+	script, err := w.Render()
+	if err != nil {
+		return nil, nil, warnings, err
+	}
+	scriptPath := filepath.Join(dir, fmt.Sprintf("ncu_wrapper_%s_%d.py", kernels.FileName(c.ID), p.seq.Add(1)))
+	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
+		return nil, nil, warnings, err
+	}
+	defer os.Remove(scriptPath)
 	run := Run{GPU: p.cfg.GPU, Dir: dir, Command: Command{
 		Metrics: p.cfg.Metrics, KernelRegex: filter.NCURegex(), Mark: p.cfg.Mark,
 		MaxLaunches: p.cfg.MaxLaunches, Program: []string{p.cfg.Python, scriptPath},
@@ -149,31 +370,13 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 			rep, err = p.runner.Run(ctx, run)
 		}
 	}
-	if err != nil {
-		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
-	}
-	launches := rep.Select(filter)
-	if len(launches) == 0 {
-		return roofline.Metrics{}, fmt.Errorf("profile %s: %w: kernels seen: %v, candidate's: %v", c.ID, ErrNoKernels, kernelNames(rep.Launches), filter.Names)
-	}
-	var missing []string
-	for _, name := range run.Command.Metrics {
-		if _, ok := rep.Units[name]; !ok {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		warnings = append(warnings, "ncu did not report (unknown to this ncu or GPU): "+strings.Join(missing, ", "))
-	}
-	m, err := Aggregate(launches, run.Command.Metrics)
-	if err != nil {
-		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
-	}
-	if len(rep.Launches) >= p.cfg.MaxLaunches {
-		warnings = append(warnings, fmt.Sprintf("the call launched at least %d kernels: only the first %d were profiled", p.cfg.MaxLaunches, p.cfg.MaxLaunches))
-	}
-	m.Warnings = append(warnings, m.Warnings...)
-	return m, nil
+	return rep, run.Command.Metrics, warnings, err
+}
+
+// oneLine is the first line of s.
+func oneLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }
 
 func kernelNames(ls []Launch) []string {

@@ -57,23 +57,46 @@ type Run struct {
 // ErrPermission, ErrUnsupported, ErrUnknownMetric, ErrTimeout, ErrExit, or
 // ErrNoKernels when the marked call launched no matching kernel.
 func (r *Runner) Run(ctx context.Context, run Run) (*Report, error) {
-	bin, err := r.resolve()
+	l, err := r.launchSpec(run)
 	if err != nil {
 		return nil, err
 	}
+	defer os.Remove(l.logPath)
 	unlock, err := LockGPU(ctx, run.GPU)
 	if err != nil {
 		return nil, fmt.Errorf("profile with ncu: wait for gpu %q: %w", run.GPU, err)
 	}
 	defer unlock()
+	timeout := r.timeout()
+	r.logger().Debug("ncu start", "bin", l.cmd.Path, "args", l.cmd.Args, "gpu", run.GPU)
+	start := time.Now()
+	l.cmd.Timeout = timeout
+	res, ctxErr := proc.Run(ctx, l.cmd)
+	r.logger().Debug("ncu done", "elapsed", time.Since(start), "err", res.Err)
+	if ctxErr != nil {
+		return nil, fmt.Errorf("profile with ncu: %w", ctxErr)
+	}
+	return r.report(res, l.logPath, timeout)
+}
 
+// launch is an ncu command ready to run and the log file it writes.
+type launch struct {
+	cmd     proc.Command
+	logPath string
+}
+
+func (r *Runner) launchSpec(run Run) (launch, error) {
+	bin, err := r.resolve()
+	if err != nil {
+		return launch{}, err
+	}
 	dir := run.Dir
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	logf, err := os.CreateTemp(dir, "ncu-*.csv")
 	if err != nil {
-		return nil, fmt.Errorf("profile with ncu: %w", err)
+		return launch{}, fmt.Errorf("profile with ncu: %w", err)
 	}
 	logPath := logf.Name()
 	logf.Close()
@@ -81,36 +104,33 @@ func (r *Runner) Run(ctx context.Context, run Run) (*Report, error) {
 	cmdSpec.LogFile = logPath
 	args, err := cmdSpec.Args()
 	if err != nil {
-		return nil, err
-	}
-
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+		os.Remove(logPath)
+		return launch{}, err
 	}
 	env := r.Env
 	if run.GPU != "" {
 		env = append(append([]string(nil), env...), "CUDA_VISIBLE_DEVICES="+run.GPU)
 	}
-	r.logger().Debug("ncu start", "bin", bin, "args", args, "gpu", run.GPU)
-	start := time.Now()
-	res, ctxErr := proc.Run(ctx, proc.Command{
-		Path: bin, Args: args, Dir: run.Dir, Env: env,
-		Timeout: timeout, KillGrace: r.KillGrace, TailBytes: tailBytes,
-	})
-	r.logger().Debug("ncu done", "elapsed", time.Since(start), "err", res.Err)
+	return launch{logPath: logPath, cmd: proc.Command{
+		Path: bin, Args: args, Dir: run.Dir, Env: env, KillGrace: r.KillGrace, TailBytes: tailBytes,
+	}}, nil
+}
 
+func (r *Runner) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return r.Timeout
+}
+
+// report reads the log of a finished run and turns its outcome into a
+// Report or an error.
+func (r *Runner) report(res proc.Result, logPath string, timeout time.Duration) (*Report, error) {
 	logData, _ := os.ReadFile(logPath)
-	defer os.Remove(logPath)
 	output := string(logData) + "\n" + res.Output
 	exit := res.ExitCode
 	fail := func(sentinel error, detail string) error {
 		return &RunError{Err: sentinel, ExitCode: exit, Detail: detail, Tail: proc.LastLines(output, 40, isCSVRow)}
-	}
-
-	// The context first: a killed ncu also exits non-zero.
-	if ctxErr != nil {
-		return nil, fmt.Errorf("profile with ncu: %w", ctxErr)
 	}
 	if res.TimedOut {
 		return nil, fail(ErrTimeout, fmt.Sprintf("killed after %s", timeout))
@@ -137,6 +157,88 @@ func (r *Runner) Run(ctx context.Context, run Run) (*Report, error) {
 		return rep, fail(ErrNoKernels, detail)
 	}
 	return rep, nil
+}
+
+// Pending is an ncu run started ahead of its profile: its program waits
+// for a job (Wrapper.JobFile) before it touches the GPU, so it holds no GPU
+// lock until Finish hands it one.
+type Pending struct {
+	r       *Runner
+	gpu     string
+	logPath string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	res     proc.Result // set before done is closed
+}
+
+// Start launches run's program under ncu and returns at once.
+func (r *Runner) Start(run Run) (*Pending, error) {
+	l, err := r.launchSpec(run)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pending{r: r, gpu: run.GPU, logPath: l.logPath, cancel: cancel, done: make(chan struct{})}
+	r.logger().Debug("ncu start ahead", "bin", l.cmd.Path, "args", l.cmd.Args, "gpu", run.GPU)
+	go func() {
+		p.res, _ = proc.Run(ctx, l.cmd)
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Exited reports whether the run has already ended (its program failed to
+// start, or waited in vain for a job).
+func (p *Pending) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Finish takes the GPU's lock, calls submit (which hands the program its
+// job), and waits for the run, within the runner's timeout from that
+// moment. A run that ended before its job came gives ErrExit.
+func (p *Pending) Finish(ctx context.Context, submit func() error) (*Report, error) {
+	defer os.Remove(p.logPath)
+	defer p.Abandon()
+	unlock, err := LockGPU(ctx, p.gpu)
+	if err != nil {
+		return nil, fmt.Errorf("profile with ncu: wait for gpu %q: %w", p.gpu, err)
+	}
+	defer unlock()
+	if p.Exited() {
+		rep, err := p.r.report(p.res, p.logPath, 0)
+		if err == nil {
+			err = &RunError{Err: ErrExit, ExitCode: p.res.ExitCode, Detail: "the profiler started ahead ended before its job"}
+		}
+		return rep, err
+	}
+	if err := submit(); err != nil {
+		return nil, fmt.Errorf("profile with ncu: hand over the job: %w", err)
+	}
+	timeout := p.r.timeout()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.Abandon()
+		return nil, fmt.Errorf("profile with ncu: %w", ctx.Err())
+	case <-timer.C:
+		p.Abandon()
+		p.res.TimedOut = true
+	}
+	return p.r.report(p.res, p.logPath, timeout)
+}
+
+// Abandon kills the run's process group (if it still runs) and waits for
+// it to end.
+func (p *Pending) Abandon() {
+	p.cancel()
+	<-p.done
 }
 
 func (r *Runner) logger() *slog.Logger {

@@ -48,7 +48,23 @@ type Wrapper struct {
 	Device        string // "cuda"
 	// Warmup is the number of calls before the profiled one (at least 1).
 	Warmup int
+	// JobFile, when set, starts the script ahead of its profile: it imports
+	// torch, Triton and the harness, touches no GPU, and waits for JobFile
+	// (a JSON object with candidate_path and entry, written whole) for at
+	// most IdleSeconds (0 = 600) before exiting with status 3.
+	// CandidatePath and Entry are then ignored.
+	JobFile     string
+	IdleSeconds int
 }
+
+// job is the content of a Wrapper's JobFile.
+type job struct {
+	CandidatePath string `json:"candidate_path"`
+	Entry         string `json:"entry"`
+}
+
+// defaultIdleSeconds is how long a script started ahead waits for its job.
+const defaultIdleSeconds = 600
 
 // loadRequest is the harness's load_problem request (PROTOCOL.md).
 type loadRequest struct {
@@ -61,9 +77,11 @@ type loadRequest struct {
 
 // Render returns the wrapper script's Python source.
 func (w Wrapper) Render() (string, error) {
-	for name, v := range map[string]string{
-		"harness dir": w.HarnessDir, "problem path": w.ProblemPath, "candidate path": w.CandidatePath,
-	} {
+	required := map[string]string{"harness dir": w.HarnessDir, "problem path": w.ProblemPath}
+	if w.JobFile == "" {
+		required["candidate path"] = w.CandidatePath
+	}
+	for name, v := range required {
 		if v == "" {
 			return "", fmt.Errorf("render ncu wrapper: %w: no %s", ErrConfig, name)
 		}
@@ -92,14 +110,24 @@ func (w Wrapper) Render() (string, error) {
 	if device == "" {
 		device = "cuda"
 	}
+	idle := w.IdleSeconds
+	if idle <= 0 {
+		idle = defaultIdleSeconds
+	}
 	ctx := pongo2.Context{
 		"range_name_raw": RangeName,
 		"warmup":         strconv.Itoa(max(w.Warmup, 1)),
+		"idle_seconds":   strconv.Itoa(idle),
+		"job_file":       "None",
 	}
-	for key, v := range map[string]string{
+	literals := map[string]string{
 		"harness_dir": w.HarnessDir, "candidate_path": w.CandidatePath, "request_json": reqJSON,
 		"entry": w.Entry, "device": device, "range_name": RangeName,
-	} {
+	}
+	if w.JobFile != "" {
+		literals["job_file"] = w.JobFile
+	}
+	for key, v := range literals {
 		lit, err := pyString(v)
 		if err != nil {
 			return "", fmt.Errorf("render ncu wrapper: %s: %w", key, err)

@@ -1,0 +1,262 @@
+package ncu
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kagent-dev/kagent/platform"
+)
+
+// aheadProblem and aheadCandidate run on a CPU torch; the candidate's
+// kernel is named axpy, as in the CSV sample the fake ncu reports.
+const aheadProblem = `
+import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x, y):
+        return 2.0 * x + y
+
+def get_inputs():
+    return [torch.randn(64), torch.randn(64)]
+
+def get_init_inputs():
+    return []
+`
+
+const aheadCandidate = `
+def jit(fn):
+    return fn
+
+@jit
+def axpy(x, y):
+    return 2.0 * x + y
+
+def kernel_function(x, y):
+    return axpy(x, y)
+`
+
+// aheadShim runs the wrapper as the profiled program: it stands in for
+// NVTX and the CUDA profiler, and leaves started-PID when it starts and
+// ran-PID when the wrapper finished. With SHIM_FAIL_AHEAD set, a wrapper
+// started ahead fails once it has its job.
+const aheadShim = `
+import os
+import runpy
+import sys
+
+import torch
+
+d = os.environ["SHIM_DIR"]
+open(os.path.join(d, "started-%d" % os.getpid()), "w").close()
+
+def noop(*args):
+    pass
+
+def fail(*args):
+    raise RuntimeError("cudaProfilerStart failed")
+
+torch.cuda.nvtx.range_push = noop
+torch.cuda.nvtx.range_pop = noop
+torch.cuda.profiler.start = noop
+torch.cuda.profiler.stop = noop
+if os.environ.get("SHIM_FAIL_AHEAD") and "kagent-ncu-ahead-" in sys.argv[1]:
+    torch.cuda.profiler.start = fail
+runpy.run_path(sys.argv[1], run_name="__main__")
+open(os.path.join(d, "ran-%d" % os.getpid()), "w").close()
+`
+
+type aheadFixture struct {
+	p    *Profiler
+	shim string // the SHIM_DIR
+	work string
+	cand platform.Candidate
+}
+
+func newAheadFixture(t *testing.T, idle int, env ...string) *aheadFixture {
+	t.Helper()
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	harness, err := filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f := &aheadFixture{shim: filepath.Join(dir, "shim"), work: filepath.Join(dir, "work")}
+	for _, d := range []string{f.shim, f.work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"problem.py": aheadProblem, "cand.py": aheadCandidate, "shim.py": aheadShim,
+		"python": "#!/bin/sh\nexec \"$SHIM_PYTHON\" \"$SHIM_PY\" \"$@\"\n",
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env = append(env, "FAKE_NCU_MODE=exec", "FAKE_NCU_CSV="+sample(t, "raw_disable_extra_suffixes_via_log_file.csv"),
+		"FAKE_NCU_ARGS="+filepath.Join(dir, "args"), "SHIM_PYTHON="+py, "SHIM_PY="+filepath.Join(dir, "shim.py"),
+		"SHIM_DIR="+f.shim, "KAGENT_DEVICE=cpu")
+	f.p, err = New(Config{NCUPath: fakeNCU(t), Python: filepath.Join(dir, "python"), HarnessDir: harness,
+		ProblemPath: filepath.Join(dir, "problem.py"), DType: "fp32", Device: "cpu", WorkDir: f.work,
+		Metrics: []string{MetricTime}, Ahead: true, IdleSeconds: idle, Env: env, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.p.Close() })
+	f.cand = platform.Candidate{ID: "c1", Path: filepath.Join(dir, "cand.py"), Source: aheadCandidate}
+	return f
+}
+
+// pids lists the programs that left a file with this prefix.
+func (f *aheadFixture) pids(t *testing.T, prefix string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(f.shim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if pid, ok := strings.CutPrefix(e.Name(), prefix+"-"); ok {
+			out = append(out, pid)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitStarted waits until n programs have started (a bound for a stuck
+// test, not a timing assertion).
+func (f *aheadFixture) waitStarted(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if got := f.pids(t, "started"); len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d programs started, want %d", len(f.pids(t, "started")), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (f *aheadFixture) profile(t *testing.T) {
+	t.Helper()
+	m, err := f.p.Profile(context.Background(), f.cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TimeMS <= 0 || len(m.Kernels) != 1 || m.Kernels[0] != "axpy" {
+		t.Fatalf("metrics %+v: want the sample's axpy launches", m)
+	}
+}
+
+// alive reports whether the process runs (a zombie waiting for its reaper
+// does not).
+func alive(pid string) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// A profile uses the process started ahead (which got no kernel filter),
+// the next one is started right after, and Close ends it and its files.
+func TestProfileUsesTheProcessStartedAhead(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	f.profile(t)
+	if ran := f.pids(t, "ran"); !slices.Equal(ran, first) {
+		t.Fatalf("ran %v, want the process started ahead %v", ran, first)
+	}
+	both := f.waitStarted(t, 2)
+	next := slices.DeleteFunc(slices.Clone(both), func(p string) bool { return p == first[0] })
+	args, err := os.ReadFile(filepath.Join(filepath.Dir(f.shim), "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(strings.Split(string(args), "\n"), "-k") {
+		t.Errorf("a process started ahead got a kernel filter:\n%s", args)
+	}
+	if !alive(next[0]) {
+		t.Fatalf("the next process %s is not waiting", next[0])
+	}
+	f.p.Close()
+	if alive(next[0]) {
+		t.Errorf("process %s still runs after Close", next[0])
+	}
+	if left, _ := filepath.Glob(filepath.Join(f.work, "kagent-ncu-ahead-*")); len(left) > 0 {
+		t.Errorf("Close left %v", left)
+	}
+	f.p.Prestart()
+	time.Sleep(100 * time.Millisecond)
+	if f.p.ahead != nil {
+		t.Error("Prestart started a process after Close")
+	}
+}
+
+// A profile that fails in the process started ahead runs again in a fresh
+// one, with ncu's kernel filter, and the profiler starts no more ahead.
+func TestProfileAheadFailureFallsBack(t *testing.T) {
+	f := newAheadFixture(t, 0, "SHIM_FAIL_AHEAD=1")
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	f.profile(t)
+	ran := f.pids(t, "ran")
+	if len(ran) != 1 || ran[0] == first[0] {
+		t.Fatalf("ran %v: want one fresh process, not %v", ran, first)
+	}
+	args, err := os.ReadFile(filepath.Join(filepath.Dir(f.shim), "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(args), "\n-k\nregex:") {
+		t.Errorf("the fresh run had no kernel filter:\n%s", args)
+	}
+	f.p.mu.Lock()
+	noAhead, a := f.p.noAhead, f.p.ahead
+	f.p.mu.Unlock()
+	if !strings.Contains(noAhead, "cudaProfilerStart failed") || a != nil {
+		t.Errorf("noAhead %q, ahead %v: starting ahead should be off, with the reason", noAhead, a)
+	}
+}
+
+// A process that waited in vain (IdleSeconds) is not a failure: the
+// profile runs fresh and the next one is started ahead again.
+func TestProfileAheadIdleExpiry(t *testing.T) {
+	f := newAheadFixture(t, 1)
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	deadline := time.Now().Add(60 * time.Second)
+	for alive(first[0]) {
+		if time.Now().After(deadline) {
+			t.Fatal("the process started ahead did not give up waiting")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.profile(t)
+	if ran := f.pids(t, "ran"); len(ran) != 1 || ran[0] == first[0] {
+		t.Fatalf("ran %v: want one fresh process", ran)
+	}
+	f.p.mu.Lock()
+	noAhead := f.p.noAhead
+	f.p.mu.Unlock()
+	if noAhead != "" {
+		t.Errorf("an idle expiry turned starting ahead off: %s", noAhead)
+	}
+	f.waitStarted(t, 3)
+}
