@@ -260,3 +260,19 @@ func TestProfileAheadIdleExpiry(t *testing.T) {
 	}
 	f.waitStarted(t, 3)
 }
+
+// Without Prestart (kagent profile: one profile, then the end), a profile
+// runs fresh and leaves no process behind.
+func TestProfileWithoutPrestartStartsNothingAhead(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	f.profile(t)
+	if started, ran := f.pids(t, "started"), f.pids(t, "ran"); len(started) != 1 || !slices.Equal(started, ran) {
+		t.Fatalf("started %v, ran %v: want one fresh process", started, ran)
+	}
+	f.p.mu.Lock()
+	a := f.p.ahead
+	f.p.mu.Unlock()
+	if a != nil {
+		t.Error("a process was started ahead without Prestart")
+	}
+}

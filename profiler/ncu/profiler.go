@@ -74,7 +74,8 @@ type Config struct {
 	// Device is the harness's device kind ("" = cuda).
 	Device string
 	// Ahead starts the next profile's process before it is needed
-	// (Prestart, and after every profile): its Python, torch and Triton
+	// (Prestart, and after every profile once Prestart was called): its
+	// Python, torch and Triton
 	// imports and ncu's start then overlap other work. That process
 	// touches no GPU until its profile and profiles every kernel of the
 	// marked call (the candidate, hence ncu's kernel filter, is not known
@@ -117,6 +118,7 @@ type Profiler struct {
 	mu      sync.Mutex
 	ahead   *ahead // the process started ahead, if any
 	noAhead string // why starting ahead was turned off ("" = it is not)
+	asked   bool   // Prestart was called: profiles start the next one ahead
 	closed  bool
 }
 
@@ -164,12 +166,19 @@ func (p *Profiler) wrapper() Wrapper {
 }
 
 // Prestart starts the next profile's process now (Config.Ahead), unless one
-// is waiting already. It returns at once; a failure to start is logged and
-// the next profile starts its own process.
+// is waiting already; from then on every profile starts the next one when
+// it ends. It returns at once; a failure to start is logged and the next
+// profile starts its own process.
 func (p *Profiler) Prestart() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.cfg.Ahead || p.closed || p.noAhead != "" || p.ahead != nil && !p.ahead.run.Exited() {
+	p.asked = true
+	p.startNext()
+}
+
+// startNext starts a process ahead if asked and none waits; p.mu is held.
+func (p *Profiler) startNext() {
+	if !p.asked || !p.cfg.Ahead || p.closed || p.noAhead != "" || p.ahead != nil && !p.ahead.run.Exited() {
 		return
 	}
 	p.dropAhead()
@@ -268,7 +277,9 @@ func (p *Profiler) logger() *slog.Logger {
 func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
 	defer func() {
 		if ctx.Err() == nil {
-			p.Prestart()
+			p.mu.Lock()
+			p.startNext()
+			p.mu.Unlock()
 		}
 	}()
 	path := c.Path
