@@ -43,7 +43,7 @@ def kernel_function(x, y):
 // aheadShim runs the wrapper as the profiled program: it stands in for
 // NVTX and the CUDA profiler, and leaves started-PID when it starts and
 // ran-PID when the wrapper finished. With SHIM_FAIL_AHEAD set, a wrapper
-// started ahead fails once it has its job.
+// started ahead fails once it has its job; with SHIM_DIE_AHEAD, before.
 const aheadShim = `
 import os
 import runpy
@@ -66,6 +66,9 @@ torch.cuda.profiler.start = noop
 torch.cuda.profiler.stop = noop
 if os.environ.get("SHIM_FAIL_AHEAD") and "kagent-ncu-ahead-" in sys.argv[1]:
     torch.cuda.profiler.start = fail
+if os.environ.get("SHIM_DIE_AHEAD") and "kagent-ncu-ahead-" in sys.argv[1]:
+    print("ImportError: no harness here", file=sys.stderr)
+    sys.exit(5)
 runpy.run_path(sys.argv[1], run_name="__main__")
 open(os.path.join(d, "ran-%d" % os.getpid()), "w").close()
 `
@@ -274,5 +277,27 @@ func TestProfileWithoutPrestartStartsNothingAhead(t *testing.T) {
 	f.p.mu.Unlock()
 	if a != nil {
 		t.Error("a process was started ahead without Prestart")
+	}
+}
+
+// A process started ahead that dies before its job (not waiting in vain)
+// turns starting ahead off; the profile runs fresh.
+func TestProfileAheadDiedEarly(t *testing.T) {
+	f := newAheadFixture(t, 0, "SHIM_DIE_AHEAD=1")
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	deadline := time.Now().Add(60 * time.Second)
+	for alive(first[0]) {
+		if time.Now().After(deadline) {
+			t.Fatal("the process started ahead did not die")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.profile(t)
+	f.p.mu.Lock()
+	noAhead, a := f.p.noAhead, f.p.ahead
+	f.p.mu.Unlock()
+	if !strings.Contains(noAhead, "ended before its job") || a != nil {
+		t.Errorf("noAhead %q, ahead %v: starting ahead should be off", noAhead, a)
 	}
 }

@@ -217,11 +217,16 @@ func (p *Profiler) startAhead() (*ahead, error) {
 }
 
 // takeAhead hands the waiting process to one profile; nil when there is
-// none or it has ended (it waited in vain, IdleSeconds).
+// none or it has ended. One that ended for another reason than waiting in
+// vain (IdleSeconds) turns starting ahead off.
 func (p *Profiler) takeAhead() *ahead {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ahead != nil && p.ahead.run.Exited() {
+		if out := p.ahead.run.Output(); !strings.Contains(out, idleExitMessage) {
+			p.noAhead = "the process started ahead ended before its job: " + oneLine(firstError(out))
+			p.logger().Warn("ncu: no longer starting profiles ahead", "reason", p.noAhead)
+		}
 		p.dropAhead()
 	}
 	a := p.ahead

@@ -234,6 +234,16 @@ func (p *Pending) Finish(ctx context.Context, submit func() error) (*Report, err
 	return p.r.report(p.res, p.logPath, timeout)
 }
 
+// Output is what the run wrote (ncu's log, then the program's output
+// tail), once it has ended; "" while it runs.
+func (p *Pending) Output() string {
+	if !p.Exited() {
+		return ""
+	}
+	logData, _ := os.ReadFile(p.logPath)
+	return string(logData) + "\n" + p.res.Output
+}
+
 // Abandon kills the run's process group (if it still runs) and waits for
 // it to end.
 func (p *Pending) Abandon() {

@@ -66,6 +66,10 @@ type job struct {
 // defaultIdleSeconds is how long a script started ahead waits for its job.
 const defaultIdleSeconds = 600
 
+// idleExitMessage starts the line a script started ahead prints when no
+// job came.
+const idleExitMessage = "kagent: no profile job within"
+
 // loadRequest is the harness's load_problem request (PROTOCOL.md).
 type loadRequest struct {
 	ProblemPath string           `json:"problem_path"`
