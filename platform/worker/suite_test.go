@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,6 +131,21 @@ func TestSuite(t *testing.T) {
 				}
 				table = append(table, fmt.Sprintf("%-40s %-28s %-22s %6.2fs  %s", e.Name, e.Expect, got, took.Seconds(), v.Reason))
 				switch {
+				case strings.HasPrefix(e.Expect, "time:"):
+					// Verification passes; a check run while timing rejects it.
+					want := strings.TrimPrefix(e.Expect, "time:")
+					if !v.Passed {
+						t.Fatalf("rejected at verification by %s (%s); want a pass, then %s while timed", v.Failure, v.Reason, want)
+					}
+					_, err := sess.Time(context.Background(), platform.Target{Kind: platform.TargetKernel, Candidate: platform.Candidate{ID: e.Name, Path: cand}})
+					var re *RecheckError
+					if !errors.As(err, &re) || re.Check != want {
+						t.Fatalf("timing: %v; want the %s check to fail", err, want)
+					}
+					if strings.TrimSpace(re.Reason) == "" || strings.Contains(re.Reason, "\n") {
+						t.Errorf("reason must be one non-empty line: %q", re.Reason)
+					}
+					table[len(table)-1] += " | timed: " + re.Check + ": " + re.Reason
 				case e.Expect == "pass":
 					if !v.Passed {
 						t.Fatalf("correct candidate rejected: %s: %s", v.Failure, v.Reason)

@@ -24,6 +24,7 @@ CUDA_ERROR = "cuda_error"
 # Failures found while timing.
 RECHECK = "recheck"
 HOST_CHECK = "host_check"
+UNSEEN_INPUTS = "unseen_inputs"
 
 # Failures after which the process must not be trusted any more.
 FATAL_KINDS = frozenset({TAMPER, CUDA_ERROR})

@@ -366,12 +366,15 @@ def load_problem(
     main = _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds, {})
     flops, flops_note = _count_flops(r.path, main, device, r.dtype_name, r.tf32, flop_counter)
     extra = [
-        _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds[:1], override) for override in r.shapes
+        _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds[-1:], override) for override in r.shapes
     ]
     for shape_set in [main] + extra:
         for draw in shape_set.draws:
             draw.inputs_sum = checksum(draw.inputs)
             draw.ref_sum = checksum(draw.ref)
+    # The last draw's seed is the secret one: torch.initial_seed() (and the
+    # other RNGs' states) must not give it away to a candidate.
+    seed_all(secret_seed())
     # The reference's copies and temporaries go back to the device, so that the
     # candidates' allocations get segments of their own sizes (no large cached
     # block split by a small long-lived tensor).
@@ -391,9 +394,11 @@ def load_for_profile(req: Dict[str, Any], device: Device, problem_id: str) -> Tu
     r = _parse_request(req)
     module = _import_and_prepare(r, device)
     override = r.shapes[0] if r.shapes else {}
-    shape_set = _build_shape_set(
-        module, r.path, device, r.dtype, r.seeds[0], r.seeds[:1], override, reference=False
-    )
+    # The first draw of the default shapes; the (secret-seeded) draw of a
+    # held-out shape set, which has only that one.
+    seeds = r.seeds[-1:] if r.shapes else r.seeds[:1]
+    shape_set = _build_shape_set(module, r.path, device, r.dtype, r.seeds[0], seeds, override, reference=False)
+    seed_all(secret_seed())
     device.empty_cache()
     extra = [shape_set] if r.shapes else []
     return _new_problem(req, r, problem_id, module, device, shape_set, extra), shape_set
@@ -411,6 +416,27 @@ def _import_and_prepare(r: _Request, device: Device) -> ModuleType:
             raise _problem_error(r.path, f"no {what} (KernelBench form needs Model, get_inputs, get_init_inputs)")
     prepare(device.torch_device)
     return module
+
+
+def secret_seed() -> int:
+    """A seed nobody can know or guess (not derived from the request)."""
+    return int.from_bytes(os.urandom(7), "little")
+
+
+def fresh_inputs(problem: Problem) -> List[Any]:
+    """A new draw of the main shape set's inputs, built as load_problem builds
+    its draws but from a secret seed: inputs no call has seen, whose reference
+    output does not exist anywhere yet. The RNGs are reseeded at random
+    afterwards, so the seed cannot be read back."""
+    seed_all(secret_seed())
+    try:
+        with problem.device.default_device():
+            raw = problem.module.get_inputs()
+    except BaseException as exc:  # noqa: BLE001 - user code
+        raise _problem_error(problem.path, "get_inputs raised", exc) from None
+    finally:
+        seed_all(secret_seed())
+    return list(_to_device(list(raw), problem.device, problem.dtype))
 
 
 def references_intact(problem: Problem) -> Optional[str]:

@@ -17,7 +17,16 @@ modified its inputs at load time. Afterwards:
 - host check: a batch of back-to-back calls is timed both with events and
   with the host clock around a device-wide synchronize. Work that escapes the
   timed stream (side streams, threads) makes the host time exceed the event
-  time by more than ``HOST_FACTOR * event + HOST_SLACK_MS``.
+  time by more than ``HOST_FACTOR * event + HOST_SLACK_MS``;
+- unseen inputs (kernels): ``UNSEEN_DRAWS`` new draws from secret seeds, whose
+  reference outputs are computed only after the call, are each called once,
+  timed the same way and compared with the reference. A kernel must be right
+  on them, and not much slower than on the inputs it was timed on
+  (``UNSEEN_FACTOR * median + UNSEEN_SLACK_MS``): a result reused across calls
+  (cached by content, address or shape, looked up in a table, or found in the
+  harness's memory) or work skipped on calls it guesses are not checked makes
+  the timed calls faster than a call on inputs nobody has seen. It is skipped,
+  with the reason, when the device lacks the memory for one more draw.
 
 On CPU the clock is time.perf_counter and timings are labelled not representative.
 """
@@ -37,7 +46,8 @@ from .candidate import Candidate
 from .device import Device, clone_all, nbytes, perf_counter, tensors_in
 from .failures import CheckFailure, classify, describe
 from .guard import Guard
-from .loading import Problem, apply_tf32, inputs_intact
+from .checksum import checksum
+from .loading import Problem, apply_tf32, fresh_inputs, inputs_intact
 from .numerics import ToleranceFn, device_violations, tolerance_for
 
 HOST_FACTOR = 1.25
@@ -47,6 +57,12 @@ MAX_SETS = 4
 SET_MEMORY_FRACTION = 0.25
 RECHECK_SAMPLES = 32
 ESTIMATE_CALLS = 5
+UNSEEN_DRAWS = 3
+UNSEEN_FACTOR = 3.0
+UNSEEN_SLACK_MS = {"cpu": 1.0, "gpu": 0.02}
+# Free memory an unseen draw needs, in multiples of one draw's inputs plus
+# twice its outputs (the candidate's and the reference's).
+UNSEEN_MEMORY_FACTOR = 1.5
 DEFAULT_FLUSH_BYTES = 256 << 20
 _rng = random.SystemRandom()
 
@@ -370,6 +386,73 @@ class _Timer:
             "passed": host_ms <= limit,
         }
 
+    def unseen_check(self) -> Optional[Dict[str, Any]]:
+        """Calls on new draws (see the module doc). None for baselines."""
+        if not (self.target.is_kernel and self.params.recheck):
+            return None
+        problem, dev = self.problem, self.dev
+        first = problem.draws[0]
+        need = UNSEEN_MEMORY_FACTOR * (nbytes(first.inputs) * (2 if problem.allow_inplace else 1) + 2 * nbytes(first.ref))
+        if dev.is_gpu and dev.free_memory() < need:
+            return {"passed": True, "skipped": f"needs {need / 2**30:.1f} GiB of free device memory"}
+        median = sorted(self.times)[len(self.times) // 2] if self.times else self.estimate_ms
+        times: List[float] = []
+        for k in range(UNSEEN_DRAWS):
+            bad = self._unseen_call(times)
+            if bad:
+                return {"passed": False, "times_ms": times, "median_ms": median,
+                        "reason": f"new inputs (draw {k + 1} of {UNSEEN_DRAWS} from a secret seed): {bad}"}
+        best = min(times)
+        limit = UNSEEN_FACTOR * median + UNSEEN_SLACK_MS["gpu" if dev.is_gpu else "cpu"]
+        out = {"passed": best <= limit, "times_ms": times, "median_ms": median, "limit_ms": limit}
+        if best > limit:
+            out["reason"] = (
+                f"on {UNSEEN_DRAWS} new input draws (secret seeds, reference not yet computed) the fastest call took "
+                f"{best:.4g} ms, against a median of {median:.4g} ms on the timed inputs (limit {limit:.4g} ms): "
+                f"the timed calls reuse results (cached by content, address or shape, or looked up) or skip work "
+                f"on calls they guess are unchecked"
+            )
+        return out
+
+    def _unseen_call(self, times: List[float]) -> str:
+        """One timed call on a new draw, then its check; a failure's reason or ""."""
+        problem, dev = self.problem, self.dev
+        try:
+            with torch.no_grad():
+                inputs = fresh_inputs(problem)
+                pristine = clone_all(inputs) if problem.allow_inplace else None
+                before = None if problem.allow_inplace else checksum(inputs)
+                if self.flush is not None:
+                    self.flush.zero_()
+                dev.synchronize()
+                a, b = dev.event(), dev.event()
+                dev.record(a)
+                out = self._call(inputs)
+                dev.record(b)
+                dev.synchronize()
+                times.append(dev.elapsed_ms(a, b))
+        except CheckFailure:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            raise self._fail(exc, "the call on new inputs") from None
+        if before is not None and checksum(inputs) != before:
+            return "the call modified its inputs"
+        if out is None and problem.allow_inplace:
+            out = inputs[0]
+        src = pristine if pristine is not None else inputs
+        try:
+            with torch.no_grad():
+                ref = problem.model(*(clone_all(src) if problem.main.ref_mutates_inputs else src))
+                bad = int(device_violations(out, ref, self.tol))
+        except BaseException as exc:  # noqa: BLE001 - the reference on a new draw
+            kind, fatal = classify(exc)
+            raise CheckFailure(kind if kind != F.EXCEPTION else F.UNSEEN_INPUTS,
+                               f"the reference on new inputs raised {describe(exc)}", fatal) from None
+        del inputs, pristine, out, ref, src
+        if bad:
+            return f"{bad} output element(s) do not match the reference (the kernel is right only on inputs it has seen)"
+        return ""
+
     def method(self) -> str:
         copies = "copies" if any(s.pristine is not None for s in self.sets) else "the stored draws"
         sets = f"{len(self.sets)} input set(s) rotated ({copies})"
@@ -412,6 +495,8 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     stats["recheck"] = recheck
     host = timer.host_check()
     stats["host_check"] = host
+    unseen = timer.unseen_check() if recheck is None or recheck["passed"] else None
+    stats["unseen_inputs"] = unseen
     timer._guard()
     stats["failure"] = ""
     stats["reason"] = ""
@@ -420,6 +505,9 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     if recheck is not None and not recheck["passed"]:
         stats["failure"] = F.RECHECK
         stats["reason"] = recheck["reason"]
+    elif unseen is not None and not unseen["passed"]:
+        stats["failure"] = F.UNSEEN_INPUTS
+        stats["reason"] = unseen["reason"]
     elif host is not None and not host["passed"]:
         stats["failure"] = F.HOST_CHECK
         stats["reason"] = (

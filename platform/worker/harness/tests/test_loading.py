@@ -105,6 +105,24 @@ class LoadingTest(TempFilesCase):
         # The in-place reference did not modify the stored inputs.
         self.assertFalse(torch.equal(p.draws[0].inputs[0], p.draws[0].ref))
 
+    def test_secret_seed_not_left_in_the_rngs(self) -> None:
+        import random
+
+        p = self.problem()
+        self.assertNotIn(torch.initial_seed(), SEEDS)
+        random_after = random.random()
+        random.seed(SEEDS[-1])
+        self.assertNotEqual(random_after, random.random())
+        _, shape_set = load_for_profile({"problem_path": p.path, "seeds": SEEDS, "shapes": [{"N": 5}]}, self.device, "prof")
+        self.assertNotIn(torch.initial_seed(), SEEDS)
+        self.assertEqual(len(shape_set.draws), 1)
+
+    def test_extra_shapes_drawn_from_the_secret_seed(self) -> None:
+        p = self.problem(shapes=[{"N": 5}])
+        torch.manual_seed(SEEDS[-1])
+        want = torch.randn(5, 8)
+        self.assertTrue(torch.equal(p.extra[0].draws[0].inputs[0], want))
+
     def test_tf32_reported(self) -> None:
         self.assertEqual(self.problem(tf32="allow").summary()["tf32"], "allow")
         self.assertEqual(self.problem().summary()["tf32"], "forbid")

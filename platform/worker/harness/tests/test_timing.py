@@ -7,7 +7,7 @@ import unittest
 import torch
 
 from kagent_harness import timing
-from kagent_harness.timing import BenchParams, Target, bench, compare
+from kagent_harness.timing import UNSEEN_DRAWS, BenchParams, Target, bench, compare
 from tests.helpers import TempFilesCase
 
 FAST = BenchParams(warmup_ms=1, rep_ms=5, min_reps=5, max_reps=200)
@@ -68,7 +68,7 @@ class BenchTest(TempFilesCase):
 
         s = bench(self.problem, self.kernel(fn), FAST, self.guard)
         self.assertEqual(s["failure"], "", s)
-        self.assertEqual(len(seen), 3)
+        self.assertEqual(len(seen), 3 + UNSEEN_DRAWS)  # the stored draws, then the unseen ones
         s = bench(self.problem, self.kernel(fn), BenchParams(warmup_ms=1, rep_ms=5, min_reps=5, rotate=False), self.guard)
         self.assertEqual(s["sets"], 1)
 
@@ -83,7 +83,8 @@ class BenchTest(TempFilesCase):
 
         s = bench(self.problem, self.kernel(fn), FAST, self.guard)
         self.assertEqual(s["failure"], "", s)
-        self.assertEqual(seen, stored)  # no copies
+        self.assertLessEqual(stored, seen)  # no copies
+        self.assertTrue(seen - stored)  # and the unseen draws' own inputs
         self.assertIn("stored draws", s["method"])
 
     def test_input_mutation_while_timed_is_fatal(self) -> None:
@@ -185,6 +186,49 @@ class BenchTest(TempFilesCase):
         s = bench(self.problem, target, FAST, self.guard)
         self.assertGreater(s["median_ms"], 0)
 
+    def test_unseen_inputs_catch_reused_results(self) -> None:
+        import time
+
+        def relu(x, y):
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        def key(x):
+            return tuple(float(v) for v in x.flatten()[:4])
+
+        cache = {}
+
+        def cached(x, y):  # computes (slowly) once per content, then looks it up
+            k = key(x)
+            if k not in cache:
+                time.sleep(0.02)
+                cache[k] = relu(x, y)
+            return cache[k].clone()
+
+        s = bench(self.problem, self.kernel(cached), FAST, self.guard)
+        self.assertEqual(s["failure"], "unseen_inputs", s)
+        self.assertIn("reuse results", s["reason"])
+        self.assertTrue(s["recheck"]["passed"])
+
+        known = {key(d.inputs[0]): d.ref for d in self.problem.draws}
+
+        def table(x, y):  # right on the draws it knows, zeros elsewhere
+            ref = known.get(key(x))
+            return ref.clone() if ref is not None else torch.zeros_like(x)
+
+        s = bench(self.problem, self.kernel(table), FAST, self.guard)
+        self.assertEqual(s["failure"], "unseen_inputs", s)
+        self.assertIn("do not match the reference", s["reason"])
+
+        s = bench(self.problem, self.kernel(relu), FAST, self.guard)
+        self.assertEqual(s["failure"], "", s)
+        self.assertTrue(s["unseen_inputs"]["passed"])
+        self.assertEqual(len(s["unseen_inputs"]["times_ms"]), UNSEEN_DRAWS)
+
+    def test_baselines_get_no_unseen_check(self) -> None:
+        s = bench(self.problem, Target("eager", self.problem.model, False), FAST, self.guard)
+        self.assertIsNone(s["unseen_inputs"])
+
     def test_compare_interleaved(self) -> None:
         order = []
 
@@ -200,8 +244,9 @@ class BenchTest(TempFilesCase):
         r = compare(self.problem, self.kernel(a), self.kernel(b), FAST, self.guard)
         self.assertEqual(r["a"]["n"], r["b"]["n"])
         n = r["a"]["n"]
-        timed = order[-2 * n:]
+        timed = order[-2 * n - 2 * UNSEEN_DRAWS:-2 * UNSEEN_DRAWS]
         self.assertEqual(timed, ["a", "b"] * n)
+        self.assertEqual(order[-2 * UNSEEN_DRAWS:], ["a"] * UNSEEN_DRAWS + ["b"] * UNSEEN_DRAWS)
         self.assertEqual(r["failure"], "")
 
 
