@@ -14,8 +14,9 @@ type Ban struct {
 // BANNED_BUILTINS, BANNED_ATTRIBUTES). The harness is the authority; keep
 // this list in step when its tables change. It applies to module-level code,
 // kernel_function, ModelNew's methods and what they call, not to the bodies
-// of @triton.jit functions.
+// of @triton.jit functions. The first entry words ALLOWED_IMPORTS.
 var BannedOperations = []Ban{
+	{"imports other than torch, triton and these standard modules: math, cmath, typing, functools, itertools, operator, dataclasses, collections, enum, abc, numbers, warnings, contextlib, os, sys, random, time, re, copy, heapq, bisect, statistics, fractions, decimal, logging, json, textwrap", "other modules (pydoc, unittest.mock, string, traceback, ...) reach objects by name"},
 	{"the reference Model, or importing the problem module", "it would run the reference"},
 	{"torch.nn.functional (F.*), calling torch.nn layers (nn.Linear(...)(x), nn.Conv2d, ...), torch.ops.* (torch.ops.aten.*) and torch.linalg / torch.fft / torch.sparse", "PyTorch would compute the result"},
 	{"torch matrix products: matmul, mm, bmm, addmm, baddbmm, mv, dot, einsum, tensordot, linear, the @ operator on tensors", "cuBLAS would compute the result"},

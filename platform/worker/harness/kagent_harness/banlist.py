@@ -66,6 +66,19 @@ BANNED_MODULES: Dict[str, str] = {
     "kagent_harness": "the harness is off limits",
 }
 
+# The only top-level modules a kernel file may import. Anything else (pydoc,
+# unittest.mock, string, traceback, weakref, ...) can reach objects by name
+# from a string, which no name-based check can follow. BANNED_MODULES and
+# BANNED_QUALIFIED still apply inside these.
+ALLOWED_IMPORTS: Set[str] = {
+    "torch", "triton", "__future__", "math", "cmath", "typing", "typing_extensions", "functools", "itertools",
+    "operator", "dataclasses", "collections", "enum", "abc", "numbers", "warnings", "contextlib", "os", "sys",
+    "random", "time", "re", "copy", "heapq", "bisect", "statistics", "fractions", "decimal", "logging", "json",
+    "textwrap",
+    # Gives a candidate nothing but ways to crash its own worker, which is survived.
+    "faulthandler",
+}
+
 # Dotted names (and everything under them) that may not be referenced.
 BANNED_QUALIFIED: Dict[str, str] = {
     "torch.nn.functional": "is a PyTorch functional op; compute it in a Triton kernel",

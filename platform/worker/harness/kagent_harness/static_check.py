@@ -28,6 +28,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from .banlist import (
     BANNED_ATTRIBUTES,
     BANNED_BUILTINS,
+    ALLOWED_IMPORTS,
     BANNED_MODULES,
     BANNED_QUALIFIED,
     BANNED_STRING_PREFIXES,
@@ -446,6 +447,9 @@ class _Visitor(ast.NodeVisitor):
             if name == mod or name.startswith(mod + "."):
                 self.report(node, f"imports {name} ({why})")
                 return True
+        if not only_modules and root not in ALLOWED_IMPORTS:
+            self.report(node, f"imports {name}: a kernel may import only " + ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"})))
+            return True
         return False
 
     def visit_Name(self, node: ast.Name) -> None:

@@ -28,6 +28,35 @@ def T(snippet: str) -> str:
 
 # (name, source, require_triton, expected fragment of the reason or None for "passes")
 CASES = [
+    # --- imports: an allow-list ---
+    ("standard helpers may be imported", """
+        from __future__ import annotations
+        import math, functools, itertools, operator, os, sys, typing, dataclasses, collections
+        from typing import List
+        import torch
+        def kernel_function(x):
+            return x * math.sqrt(2.0)
+        """, False, None),
+    ("pydoc reaches objects by name", """
+        import pydoc
+        def kernel_function(x):
+            return pydoc.locate("torch.relu")(x)
+        """, False, "imports pydoc: a kernel may import only"),
+    ("unittest.mock patches by name", """
+        from unittest import mock
+        def kernel_function(x):
+            return x
+        """, False, "imports unittest: a kernel may import only"),
+    ("string.Formatter.get_field reaches attributes", """
+        import string
+        def kernel_function(x):
+            return string.Formatter().get_field("0.relu", (x,), {})[0]()
+        """, False, "imports string: a kernel may import only"),
+    ("traceback walks the stack", """
+        from traceback import walk_stack
+        def kernel_function(x):
+            return x
+        """, False, "imports traceback: a kernel may import only"),
     # --- allowed ---
     ("plain elementwise", """
         import torch

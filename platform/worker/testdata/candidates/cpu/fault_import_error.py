@@ -1,6 +1,6 @@
 """Fault: imports a module that does not exist."""
 import torch
-import kagent_no_such_module_xyz
+import torch.kagent_no_such_module_xyz
 
 
 def kernel_function(x, y):

@@ -1,5 +1,5 @@
 """Fault: imports a module that does not exist."""
-import kagent_no_such_module_xyz
+import torch.kagent_no_such_module_xyz
 import torch
 import triton
 import triton.language as tl
