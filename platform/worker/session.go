@@ -66,6 +66,7 @@ type Session struct {
 	Specs roofline.Specs
 	cfg   SessionConfig
 
+	cache     string // where the shared harness copy (hdir) is installed
 	hdir      string
 	entry     string
 	env       []string
@@ -93,14 +94,15 @@ func OpenSession(ctx context.Context, task *kerneldir.Task, c SessionConfig) (*S
 	env := append([]string{"TRITON_CACHE_DIR=" + filepath.Join(cache, "triton")}, c.Env...)
 	var opts []Options
 	for _, s := range slots {
-		opts = append(opts, Options{Python: c.Python, HarnessDir: hdir, Device: c.Device,
+		// Each worker writes its own copy of the harness (HarnessDir "").
+		opts = append(opts, Options{Python: c.Python, Device: c.Device,
 			Env: append(append([]string(nil), env...), s...), Isolate: c.Isolate, Logger: c.Logger})
 	}
 	pool, err := NewPool(ctx, opts, c.Spare, c.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Hello: pool.Hello(), cfg: c, hdir: hdir, entry: string(task.Entry), env: env, profilers: map[int]platform.Profiler{}}
+	s := &Session{Hello: pool.Hello(), cfg: c, cache: cache, hdir: hdir, entry: string(task.Entry), env: env, profilers: map[int]platform.Profiler{}}
 	if c.Specs != nil {
 		if s.Specs, err = c.Specs(s.Hello); err != nil {
 			pool.Close()
@@ -240,6 +242,11 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 	p, err := s.profiler(l.slot)
 	if err != nil {
 		return roofline.Metrics{}, err
+	}
+	// The profiled process imports the shared copy of the harness: undo
+	// whatever a candidate may have changed there since.
+	if _, err := harness.Install(s.cache); err != nil {
+		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
 	}
 	// The profiled process builds the problem's inputs itself: when the two
 	// copies may not fit on the device together, free the worker's first

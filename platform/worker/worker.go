@@ -23,13 +23,16 @@ import (
 	"time"
 
 	"github.com/kagent-dev/kagent/internal/proc"
+	"github.com/kagent-dev/kagent/platform/worker/harness"
 )
 
 // Options configure one worker process.
 type Options struct {
 	// Python is the interpreter (must import torch; triton on GPUs).
 	Python string
-	// HarnessDir holds the kagent_harness package (harness.Install).
+	// HarnessDir holds the kagent_harness package. "" writes a private copy
+	// into the worker's directory at every start (harness.Write): what an
+	// earlier candidate may have changed on disk never reaches a new worker.
 	HarnessDir string
 	// Device is "cuda" or "cpu" (KAGENT_DEVICE in the worker).
 	Device string
@@ -126,6 +129,18 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 			return nil, fmt.Errorf("start worker: %w", err)
 		}
 		w.workDir = o.WorkDir
+	}
+	if o.HarnessDir == "" && len(o.Command) == 0 {
+		d, err := os.MkdirTemp(w.workDir, "harness-")
+		if err == nil {
+			os.Remove(d)
+			_, err = harness.Write(d)
+		}
+		if err != nil {
+			w.cleanup()
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+		w.opts.HarnessDir = d
 	}
 	isolated, err := w.launch(o.Isolate)
 	if err != nil && o.Isolate {

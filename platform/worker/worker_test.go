@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kagent-dev/kagent/platform/worker/harness"
 )
 
 func python(t *testing.T) string {
@@ -270,5 +272,41 @@ func TestPoolReplacesDeadWorkers(t *testing.T) {
 	var out map[string]any
 	if err := l.Call(context.Background(), "echo", nil, &out, 10*time.Second); err != nil {
 		t.Fatalf("replacement does not serve: %v", err)
+	}
+}
+
+// TestPrivateHarness: a worker without a HarnessDir runs its own fresh copy
+// of the harness, so a copy changed on disk by an earlier candidate is never
+// imported by a later worker; the copy goes with the worker.
+func TestPrivateHarness(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	start := func() *Worker {
+		w, err := Start(context.Background(), Options{Python: py, Device: "cpu", Env: []string{"CUDA_VISIBLE_DEVICES="}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	a := start()
+	dirA := a.opts.HarnessDir
+	if !strings.HasPrefix(dirA, a.workDir+string(os.PathSeparator)) {
+		t.Fatalf("harness %q is not in the worker's directory %q", dirA, a.workDir)
+	}
+	// What a candidate in worker a could do to its copy.
+	numerics := filepath.Join(dirA, harness.Package, "numerics.py")
+	if err := os.WriteFile(numerics, []byte("raise SystemExit('tampered')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := start() // would fail its start-up if it imported a's copy
+	defer b.Close()
+	if b.opts.HarnessDir == dirA {
+		t.Fatal("two workers share a harness copy")
+	}
+	a.Close()
+	if _, err := os.Stat(dirA); !os.IsNotExist(err) {
+		t.Errorf("a's harness copy outlived it: %v", err)
 	}
 }
