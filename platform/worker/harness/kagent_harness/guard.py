@@ -86,9 +86,10 @@ class Guard:
 
     def _register(self) -> None:
         add = self._add
-        for name in _TORCH_FUNCS:
+        for name in sorted(set(_TORCH_FUNCS) | set(_harness_torch_names())):
             add(f"torch.{name}", _attr(torch, name))
-        for name in _TENSOR_METHODS:
+        dunders = {n for cls in torch.Tensor.__mro__[:-1] for n in vars(cls) if n.startswith("__") and n.endswith("__")}
+        for name in sorted(set(_TENSOR_METHODS) | dunders - {"__dict__", "__weakref__", "__doc__", "__module__"}):
             add(f"torch.Tensor.{name}", _attr(torch.Tensor, name))
         add("torch.testing.assert_close", _attr(torch, "testing.assert_close"))
         add("torch.nn.Module.__call__", _attr(torch.nn.Module, "__call__"))
@@ -154,7 +155,10 @@ class Guard:
     # Snapshot and check ---------------------------------------------------------
 
     def _dynamic(self) -> Dict[str, Any]:
-        """Builtins and the harness's own modules, read in full each time."""
+        """Builtins and the harness's own modules, read in full each time: their
+        functions and modules, the attributes of the classes they define
+        (methods such as a timer's or a verifier's), and their constants
+        (UPPER_CASE names, by value: a tolerance table changed in place counts)."""
         snap: Dict[str, Any] = {}
         for key, val in vars(builtins).items():
             snap[f"builtins.{key}"] = val
@@ -163,9 +167,15 @@ class Guard:
                 snap[f"sys.modules[{modname!r}]"] = mod
                 if mod is None:
                     continue
-                for key, val in vars(mod).items():
+                for key, val in list(vars(mod).items()):
+                    if isinstance(val, type) and getattr(val, "__module__", None) == modname:
+                        for attr, member in list(vars(val).items()):
+                            if attr not in ("__dict__", "__weakref__", "__doc__"):
+                                snap[f"{modname}.{key}.{attr}"] = member
                     if callable(val) or isinstance(val, type(sys)):
                         snap[f"{modname}.{key}"] = val
+                    elif _is_constant(key):
+                        snap[f"{modname}.{key}{_BY_VALUE}"] = (id(val), _frozen(val))
         return snap
 
     def _current(self) -> Dict[str, Any]:
@@ -206,7 +216,10 @@ class Guard:
         current = self._current()
         for label, before in self._baseline.items():
             after = current.get(label, _MISSING)
-            if label in by_value:
+            if label.endswith(_BY_VALUE):
+                if not _same_value(before, after):
+                    return f"{label[:-len(_BY_VALUE)]} (a harness constant) was changed"
+            elif label in by_value:
                 if not _same_value(before, after):
                     return f"{label} changed from {_short(before)} to {_short(after)}"
             elif after is not before:
@@ -227,6 +240,42 @@ class Guard:
             if after is not before and not _same_value(before, after):
                 changed.append(label)
         return changed
+
+
+# Labels of harness constants, compared by value.
+_BY_VALUE = " (value)"
+
+
+def _is_constant(name: str) -> bool:
+    bare = name.lstrip("_")
+    return bool(bare) and bare.isupper()
+
+
+def _frozen(val: Any) -> Any:
+    """A comparable picture of a constant: containers by content."""
+    if isinstance(val, dict):
+        return ("dict", tuple((repr(k), _frozen(v)) for k, v in val.items()))
+    if isinstance(val, (list, tuple)):
+        return (type(val).__name__, tuple(_frozen(v) for v in val))
+    if isinstance(val, (set, frozenset)):
+        return (type(val).__name__, tuple(sorted(repr(v) for v in val)))
+    if isinstance(val, (int, float, str, bytes, bool, type(None))):
+        return val
+    return ("object", id(val))
+
+
+def _harness_torch_names() -> List[str]:
+    """The torch functions and classes the harness's own code names
+    (torch.NAME in its sources): the comparisons, timers and checks rely on them."""
+    import re
+
+    names = set()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for fname in os.listdir(here):
+        if fname.endswith(".py"):
+            with open(os.path.join(here, fname), encoding="utf-8") as f:
+                names.update(re.findall(r"\btorch\.([A-Za-z_][A-Za-z0-9_]*)\b", f.read()))
+    return sorted(names)
 
 
 def _import_optional(name: str) -> None:
@@ -271,14 +320,14 @@ def _installed(path: str) -> bool:
     return f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path
 
 
-_ROOTS: Optional[_Roots] = None
+_roots_cache: Optional[_Roots] = None
 
 
 def _roots() -> _Roots:
-    global _ROOTS
-    if _ROOTS is None:
-        _ROOTS = _Roots()
-    return _ROOTS
+    global _roots_cache
+    if _roots_cache is None:
+        _roots_cache = _Roots()
+    return _roots_cache
 
 
 def _starter() -> Optional[str]:

@@ -9,7 +9,7 @@ import unittest
 
 import torch
 
-from kagent_harness import numerics
+from kagent_harness import numerics, timing, verify  # imported before any Guard, as in the worker
 from kagent_harness.failures import CheckFailure
 from kagent_harness.guard import Guard
 from kagent_harness.launches import LaunchCounter
@@ -47,6 +47,28 @@ class GuardTest(unittest.TestCase):
     def test_detects_harness_patch(self) -> None:
         msg = self._patched(numerics, "compare_outputs", lambda *a, **k: None)
         self.assertIn("kagent_harness.numerics.compare_outputs", msg)
+
+    def test_detects_harness_class_and_constant_changes(self) -> None:
+        msg = self._patched(timing._Timer, "finish", lambda self, marks: None)
+        self.assertIn("kagent_harness.timing._Timer.finish", msg)
+        self.assertIn("kagent_harness.verify._Run.run", self._patched(verify._Run, "run", lambda self: None))
+        # A constant replaced, or a table changed in place.
+        self.assertIn("REL_L2_CAP (a harness constant)", self._patched(numerics, "REL_L2_CAP", 1e30))
+        table = numerics.DEFAULT_TOLERANCE
+        key = next(iter(table))
+        saved = table[key]
+        table[key] = (1e30, 1e30)
+        try:
+            self.assertIn("DEFAULT_TOLERANCE (a harness constant)", self.guard.check() or "")
+        finally:
+            table[key] = saved
+        self.assertIsNone(self.guard.check())
+
+    def test_detects_torch_functions_and_operators_the_harness_uses(self) -> None:
+        self.assertIn("torch.dot", self._patched(torch, "dot", lambda *a: torch.zeros(())))
+        self.assertIn("torch.stack", self._patched(torch, "stack", lambda *a, **k: None))
+        self.assertIn("torch.Tensor.__rsub__", self._patched(torch.Tensor, "__rsub__", lambda a, b: a))
+        self.assertIsNone(self.guard.check())
 
     def test_detects_candidate_threads(self) -> None:
         import concurrent.futures
