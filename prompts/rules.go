@@ -21,7 +21,7 @@ var BannedOperations = []Ban{
 	{"torch.nn.functional (F.*), calling torch.nn layers (nn.Linear(...)(x), nn.Conv2d, ...), torch.ops.* (torch.ops.aten.*) and torch.linalg / torch.fft / torch.sparse", "PyTorch would compute the result"},
 	{"torch matrix products: matmul, mm, bmm, addmm, baddbmm, mv, dot, einsum, tensordot, linear, the @ operator on tensors", "cuBLAS would compute the result"},
 	{"torch convolutions, pooling, attention, embedding, dropout, interpolation and loss functions", "PyTorch would compute the result"},
-	{"torch reductions, scans and sorts, as functions or tensor methods: sum, mean, max, min, amax, amin, prod, var, std, norm, cumsum, logsumexp, argmax, topk, sort, ...", "PyTorch would compute the result"},
+	{"torch reductions, scans and sorts, as functions or tensor methods: sum, mean, max, min, amax, amin, prod, var, std, norm, cumsum, logsumexp, argmax, topk, sort, sum_to_size, index_add, scatter_add, ...", "PyTorch would compute the result"},
 	{"torch softmax, log_softmax and normalizations (layer_norm, batch_norm, group_norm, instance_norm, rms_norm)", "PyTorch would compute the result"},
 	{"torch elementwise math outside Triton on a GPU: exp, log, sqrt, rsqrt, pow, abs, where, clamp, maximum, relu, sigmoid, tanh, gelu, silu, ...", "the math belongs in the Triton kernel"},
 	{"other array libraries and compilers: numpy, cupy, scipy, jax, numba, pycuda, cuda bindings, cutlass, torch.utils.cpp_extension", "the kernel must compute in Triton"},

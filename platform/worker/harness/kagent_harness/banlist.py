@@ -182,7 +182,10 @@ LIBRARY_OPS: Set[str] = {
     "logcumsumexp", "median", "nanmedian", "quantile", "nanquantile", "topk", "sort", "argsort",
     "msort", "kthvalue", "count_nonzero", "dist", "cdist", "pdist", "cosine_similarity",
     "pairwise_distance", "histc", "histogram", "bincount", "scatter_reduce", "index_reduce",
-    "segment_reduce", "trapz", "trapezoid", "cumulative_trapezoid",
+    "segment_reduce", "trapz", "trapezoid", "cumulative_trapezoid", "sum_to_size", "index_add",
+    "index_add_", "scatter_add", "scatter_add_", "_softmax", "_log_softmax", "native_layer_norm",
+    "native_batch_norm", "native_group_norm", "native_norm", "_batch_norm_impl_index", "_fused_rms_norm",
+    "_weight_norm", "_sparse_mm", "_addmm_activation", "_scaled_mm",
     # pooling, attention, recurrent, losses, resampling
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_avg_pool1d",
@@ -209,7 +212,8 @@ LIBRARY_METHODS: Set[str] = {
     "cummin", "logcumsumexp", "median", "nanmedian", "quantile", "nanquantile", "topk", "sort",
     "argsort", "msort", "kthvalue", "count_nonzero", "histc", "bincount", "scatter_reduce",
     "index_reduce", "cholesky", "inverse", "det", "logdet", "slogdet", "pinverse", "matrix_power",
-    "matrix_exp", "svd", "qr", "lu", "stft", "istft",
+    "matrix_exp", "svd", "qr", "lu", "stft", "istft", "sum_to_size", "index_add", "index_add_",
+    "scatter_add", "scatter_add_",
 }
 
 # Elementwise math, banned only when a Triton kernel is required (on a GPU the

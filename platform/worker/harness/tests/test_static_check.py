@@ -57,6 +57,17 @@ CASES = [
         def kernel_function(x):
             return x
         """, False, "imports traceback: a kernel may import only"),
+    ("reduction through sum_to_size", """
+        import torch
+        def kernel_function(x):
+            return x.sum_to_size(x.shape[0], 1)
+        """, False, "sum_to_size"),
+    ("reduction through index_add_", """
+        import torch
+        def kernel_function(x):
+            out = torch.zeros(1, x.shape[1])
+            return out.index_add_(0, torch.zeros(x.shape[0], dtype=torch.long), x)
+        """, False, "index_add_"),
     # --- allowed ---
     ("plain elementwise", """
         import torch
