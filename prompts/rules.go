@@ -31,6 +31,6 @@ var BannedOperations = []Ban{
 	{"ctypes, cffi, mmap, importlib, pickle, eval, exec, compile, __import__, globals(), getattr-style dynamic lookups, __dict__", "they hide what is called or reach into the process"},
 	{"writing sys.modules, os.environ, builtins, torch.set_* or global RNG state, or attributes of torch, triton, time or the harness (monkeypatching)", "they tamper with the measurement"},
 	{"sys.argv, inspect, sys._getframe, stack frames, gc, or anything else that tells a test from a benchmark", "a kernel must behave the same whenever it is called"},
-	{"caching outputs or inputs across calls (functools.lru_cache / cache, globals, id()-keyed dicts)", "it would return stale results instead of computing"},
+	{"caching outputs, or anything computed from the inputs, across calls (keyed by id(), data_ptr, shape or content, or functools caches on tensors; caching launch configs computed from sizes is fine)", "the verifier calls the kernel on refilled buffers and on inputs it has never seen, and compares the times"},
 	{"open(), sockets and raw file descriptors", "a kernel reads and writes only its tensors"},
 }

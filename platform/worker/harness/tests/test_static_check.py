@@ -475,12 +475,15 @@ CASES = [
         def kernel_function(x):
             return Sneaky()
         """, False, "__torch_function__"),
-    ("lru_cache", """
+    ("lru_cache on a launch-config helper", """
         import functools
+        import torch
         @functools.lru_cache(None)
+        def _block(n):
+            return 1 << max(4, (n - 1).bit_length())
         def kernel_function(x):
-            return x + 1
-        """, False, "lru_cache"),
+            return x * float(_block(x.shape[-1]) > 0)
+        """, False, None),
     ("numpy", """
         import numpy as np
         import torch
