@@ -158,6 +158,9 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	defer cancel()
 	if err := w.await(hctx, 0, &h); err != nil {
 		w.Kill()
+		if strings.Contains(err.Error(), "No module named 'torch'") {
+			return nil, fmt.Errorf("start worker: %s has no torch: point --python (or KAGENT_PYTHON) at a Python that has it (kagent doctor lists what it finds): %w", w.opts.Python, err)
+		}
 		return nil, fmt.Errorf("start worker: handshake: %w", err)
 	}
 	h.Isolated = isolated

@@ -310,3 +310,21 @@ func TestPrivateHarness(t *testing.T) {
 		t.Errorf("a's harness copy outlived it: %v", err)
 	}
 }
+
+// TestStartWithoutTorch: a Python without torch gives an error that says
+// what to change.
+func TestStartWithoutTorch(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	// -S leaves out site-packages, where torch is installed.
+	noTorch := filepath.Join(t.TempDir(), "python-without-torch")
+	if err := os.WriteFile(noTorch, []byte("#!/bin/sh\nexec "+py+" -S \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), Options{Python: noTorch, Device: "cpu"})
+	if err == nil || !strings.Contains(err.Error(), "has no torch: point --python (or KAGENT_PYTHON)") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -133,6 +133,20 @@ def _new_nan(start: int, o: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     return torch.isnan(o) & ~torch.isnan(r)
 
 
+def _nonfinite_differs(start: int, o: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Where the reference is NaN or Inf and the output is not the same."""
+    same = (o == r) | (torch.isnan(o) & torch.isnan(r))
+    return ~torch.isfinite(r) & ~same
+
+
+def _value(x: Any) -> str:
+    """An element as compared: enough digits to show a difference in fp32."""
+    try:
+        return f"{x:.8g}"
+    except (TypeError, ValueError):
+        return repr(x)
+
+
 def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str) -> Comparison:
     """Compare one output tensor with its reference (same device).
 
@@ -243,6 +257,19 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: s
             rel_l2=rel,
         )
     if mismatch:
+        # Differences on finite elements show in max_abs; where they do not,
+        # the output differs where the reference is NaN or Inf.
+        first_nonfinite = _first_true(_nonfinite_differs, out, ref) if max_abs <= tol.atol else -1
+        if first_nonfinite >= 0:
+            at = list(_index_of(first_nonfinite // 2 if ref.is_complex() else first_nonfinite, shape))
+            return Comparison(
+                False,
+                reason=f"{name}: {mismatch} of {ref.numel()} elements differ; where the reference is NaN or Inf "
+                f"the output is not (first at index {at}: got {_value(_element(out, first_nonfinite))}, "
+                f"expected {_value(_element(ref, first_nonfinite))}): keep NaN and Inf as the reference does",
+                max_abs_err=max_abs,
+                rel_l2=rel,
+            )
         at_i = max_at
         at = list(_index_of(at_i // 2 if ref.is_complex() else at_i, shape))
         got = _element(out, at_i)
@@ -250,7 +277,7 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: s
         return Comparison(
             False,
             reason=f"{name}: {mismatch} of {ref.numel()} elements differ beyond {tol.text()}; "
-            f"max abs err {_fmt(max_abs)} at index {at} (got {_fmt(got)}, expected {_fmt(want)}); "
+            f"max abs err {_fmt(max_abs)} at index {at} (got {_value(got)}, expected {_value(want)}); "
             f"rel L2 err {_fmt(rel)}",
             max_abs_err=max_abs,
             rel_l2=rel,

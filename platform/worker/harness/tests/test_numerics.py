@@ -69,6 +69,25 @@ class CompareTest(unittest.TestCase):
         ref[0, 0] = float("nan")
         self.assertTrue(compare_outputs(ref.clone(), ref, tol).ok)
 
+    def test_lost_nan_is_named(self) -> None:
+        ref = self.ref.clone()
+        ref[2, 3] = float("nan")
+        out = ref.clone()
+        out[2, 3] = 0.0
+        c = compare_outputs(out, ref, tol)
+        self.assertFalse(c.ok)
+        self.assertIn("where the reference is NaN or Inf", c.reason)
+        self.assertIn("[2, 3]", c.reason)
+        self.assertIn("expected nan", c.reason)
+
+    def test_values_shown_with_enough_digits(self) -> None:
+        ref = torch.full((4,), 1020.0)
+        out = ref.clone()
+        out[1] = 1020.25
+        c = compare_outputs(out, ref, tol)
+        self.assertFalse(c.ok)
+        self.assertIn("got 1020.25, expected 1020", c.reason)
+
     def test_inf_never_passes(self) -> None:
         out = self.ref.clone()
         out[1, 1] = float("inf")
