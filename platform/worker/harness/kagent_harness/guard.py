@@ -106,7 +106,7 @@ class Guard:
         if hasattr(torch, "cuda"):
             for name in ("Event", "Event.record", "Event.elapsed_time", "Event.synchronize", "synchronize",
                          "current_stream", "empty_cache", "mem_get_info", "memory_reserved",
-                         "memory_allocated", "memory_snapshot", "is_available", "get_device_properties"):
+                         "memory_allocated", "memory_snapshot", "is_available", "get_device_properties", "_sleep"):
                 add(f"torch.cuda.{name}", _attr(torch.cuda, name))
         for name in ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns", "sleep"):
             add(f"time.{name}", _attr(time, name))

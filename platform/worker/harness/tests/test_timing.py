@@ -225,6 +225,23 @@ class BenchTest(TempFilesCase):
         self.assertTrue(s["unseen_inputs"]["passed"])
         self.assertEqual(len(s["unseen_inputs"]["times_ms"]), UNSEEN_DRAWS)
 
+    def test_unseen_check_skipped_when_no_new_draw_can_be_built(self) -> None:
+        def relu(x, y):
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        def no_more_data():
+            raise RuntimeError("no more data")
+
+        saved = self.problem.module.get_inputs
+        self.problem.module.get_inputs = no_more_data
+        try:
+            s = bench(self.problem, self.kernel(relu), FAST, self.guard)
+        finally:
+            self.problem.module.get_inputs = saved
+        self.assertEqual(s["failure"], "", s)
+        self.assertIn("building a new draw failed", s["unseen_inputs"]["skipped"])
+
     def test_baselines_get_no_unseen_check(self) -> None:
         s = bench(self.problem, Target("eager", self.problem.model, False), FAST, self.guard)
         self.assertIsNone(s["unseen_inputs"])
