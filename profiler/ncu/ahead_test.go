@@ -82,14 +82,7 @@ type aheadFixture struct {
 
 func newAheadFixture(t *testing.T, idle int, env ...string) *aheadFixture {
 	t.Helper()
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
-	harness, err := filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	harness, py := repoHarness(t)
 	dir := t.TempDir()
 	f := &aheadFixture{shim: filepath.Join(dir, "shim"), work: filepath.Join(dir, "work")}
 	for _, d := range []string{f.shim, f.work} {
@@ -109,6 +102,7 @@ func newAheadFixture(t *testing.T, idle int, env ...string) *aheadFixture {
 	env = append(env, "FAKE_NCU_MODE=exec", "FAKE_NCU_CSV="+sample(t, "raw_disable_extra_suffixes_via_log_file.csv"),
 		"FAKE_NCU_ARGS="+filepath.Join(dir, "args"), "SHIM_PYTHON="+py, "SHIM_PY="+filepath.Join(dir, "shim.py"),
 		"SHIM_DIR="+f.shim, "KAGENT_DEVICE=cpu")
+	var err error
 	f.p, err = New(Config{NCUPath: fakeNCU(t), Python: filepath.Join(dir, "python"), HarnessDir: harness,
 		ProblemPath: filepath.Join(dir, "problem.py"), DType: "fp32", Device: "cpu", WorkDir: f.work,
 		Metrics: []string{MetricTime}, Ahead: true, IdleSeconds: idle, Env: env, Timeout: 2 * time.Minute})
@@ -162,6 +156,34 @@ func (f *aheadFixture) profile(t *testing.T) {
 	if m.TimeMS <= 0 || len(m.Kernels) != 1 || m.Kernels[0] != "axpy" {
 		t.Fatalf("metrics %+v: want the sample's axpy launches", m)
 	}
+}
+
+// waitGone waits until the process has ended (a bound for a stuck test,
+// not a timing assertion).
+func waitGone(t *testing.T, pid, stuck string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatal(stuck)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// repoHarness is the repository's harness directory, and the Python with
+// torch that runs it (the test is skipped without one).
+func repoHarness(t *testing.T) (dir, python string) {
+	t.Helper()
+	python = os.Getenv("KAGENT_PYTHON")
+	if python == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, python
 }
 
 // alive reports whether the process runs (a zombie waiting for its reaper
@@ -244,13 +266,7 @@ func TestProfileAheadIdleExpiry(t *testing.T) {
 	f := newAheadFixture(t, 1)
 	f.p.Prestart()
 	first := f.waitStarted(t, 1)
-	deadline := time.Now().Add(60 * time.Second)
-	for alive(first[0]) {
-		if time.Now().After(deadline) {
-			t.Fatal("the process started ahead did not give up waiting")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitGone(t, first[0], "the process started ahead did not give up waiting")
 	f.profile(t)
 	if ran := f.pids(t, "ran"); len(ran) != 1 || ran[0] == first[0] {
 		t.Fatalf("ran %v: want one fresh process", ran)
@@ -286,13 +302,7 @@ func TestProfileAheadDiedEarly(t *testing.T) {
 	f := newAheadFixture(t, 0, "SHIM_DIE_AHEAD=1")
 	f.p.Prestart()
 	first := f.waitStarted(t, 1)
-	deadline := time.Now().Add(60 * time.Second)
-	for alive(first[0]) {
-		if time.Now().After(deadline) {
-			t.Fatal("the process started ahead did not die")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, first[0], "the process started ahead did not die")
 	f.profile(t)
 	f.p.mu.Lock()
 	noAhead, a := f.p.noAhead, f.p.ahead

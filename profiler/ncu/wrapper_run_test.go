@@ -69,14 +69,7 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 // weights and the overridden shape, is warmed up outside the range, and is
 // called once inside it; the reference never runs.
 func TestWrapperRunsTheHarness(t *testing.T) {
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
-	harness, err := filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	harness, py := repoHarness(t)
 	dir := t.TempDir()
 	files := map[string]string{"problem.py": runProblem, "cand.py": runCandidate, "shim.py": runShim}
 	for name, src := range files {

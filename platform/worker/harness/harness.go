@@ -81,18 +81,8 @@ func Install(cacheDir string) (string, error) {
 		return "", fmt.Errorf("install harness: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	for _, n := range Files() {
-		b, err := files.ReadFile(n)
-		if err != nil {
-			return "", fmt.Errorf("install harness: %w", err)
-		}
-		dst := filepath.Join(tmp, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return "", fmt.Errorf("install harness: %w", err)
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			return "", fmt.Errorf("install harness: %w", err)
-		}
+	if err := writeFiles(tmp); err != nil {
+		return "", fmt.Errorf("install harness: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, Package, ".complete"), []byte(Hash()), 0o644); err != nil {
 		return "", fmt.Errorf("install harness: %w", err)
@@ -122,20 +112,28 @@ func Write(dir string) (string, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("write harness: %w", err)
 	}
+	if err := writeFiles(dir); err != nil {
+		return "", fmt.Errorf("write harness: %w", err)
+	}
+	return dir, nil
+}
+
+// writeFiles writes every embedded file under dir.
+func writeFiles(dir string) error {
 	for _, n := range Files() {
 		b, err := files.ReadFile(n)
 		if err != nil {
-			return "", fmt.Errorf("write harness: %w", err)
+			return err
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return "", fmt.Errorf("write harness: %w", err)
+			return err
 		}
 		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			return "", fmt.Errorf("write harness: %w", err)
+			return err
 		}
 	}
-	return dir, nil
+	return nil
 }
 
 // repair makes an installed copy equal to the embedded harness: changed or
