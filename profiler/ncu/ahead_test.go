@@ -221,9 +221,8 @@ func TestProfileUsesTheProcessStartedAhead(t *testing.T) {
 		t.Fatalf("the next process %s is not waiting", next[0])
 	}
 	f.p.Close()
-	if alive(next[0]) {
-		t.Errorf("process %s still runs after Close", next[0])
-	}
+	// The group has been sent SIGKILL; its death is not instantaneous.
+	waitGone(t, next[0], "the process started ahead still runs after Close")
 	if left, _ := filepath.Glob(filepath.Join(f.work, "kagent-ncu-ahead-*")); len(left) > 0 {
 		t.Errorf("Close left %v", left)
 	}
