@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from . import failures as F
+from . import precision
 from .calls import invoke
 from .candidate import Candidate, find_entry, import_candidate, read_source
 from .device import clone_all, tensors_in
@@ -215,6 +216,7 @@ class _Run:
             f"rel L2 {self.rel_l2:.3g}",
         )
         rec.ok(F.UNWRITTEN_OUTPUT, "every output element written (outputs and free memory NaN-poisoned)")
+        self.check_precision(first)
         if problem.allow_inplace:
             rec.skip(F.INPUT_MUTATION, "allow_inplace is set")
         else:
@@ -282,6 +284,20 @@ class _Run:
             rec.ok(F.USER_TEST, reason)
         else:
             rec.skip(F.USER_TEST, "no test.py")
+
+    def check_precision(self, out: Any) -> None:
+        """Draw 1's output against an fp64 reference (precision.py)."""
+        problem = self.problem
+        draw = problem.draws[0]
+        inputs = clone_all(draw.inputs) if problem.main.ref_mutates_inputs else draw.inputs
+        applies, note, failure = precision.assess(problem, inputs, draw.ref, out)
+        del inputs
+        if failure:
+            raise CheckFailure(F.PRECISION, failure)
+        if applies:
+            self.rec.ok(F.PRECISION, note)
+        else:
+            self.rec.skip(F.PRECISION, note)
 
     def check_shape(self, shape_set: ShapeSet) -> None:
         label = f"shape {shape_set.label}"
