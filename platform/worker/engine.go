@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -246,10 +247,41 @@ func (e *Engine) Verify(ctx context.Context, c platform.Candidate) (platform.Ver
 		if !v.Passed && v.Failure == "" {
 			v.Failure, v.Reason = "verify", "the harness failed the candidate without naming a check"
 		}
+		if v.Passed {
+			if missing := missingChecks(v.Checks); len(missing) > 0 {
+				v.Passed = false
+				v.Failure = "tamper"
+				v.Reason = "the verdict passed without the checks " + strings.Join(missing, ", ") +
+					": verification did not run to its end (the harness was changed)"
+			}
+		}
 		return nil
 	})
 	v.Duration = time.Since(start)
 	return v, err
+}
+
+// passChecks are the checks a passing verdict must list, each passed or
+// skipped with a reason (PROTOCOL.md, verify): a pass that lacks one did not
+// come from the whole verification.
+var passChecks = []string{
+	"static", "import", "entry", "tamper", "correctness", "unwritten_output", "precision", "input_mutation",
+	"determinism", "triton_launch", "extra_shapes", "caching", "user_test",
+}
+
+// missingChecks lists the passChecks a verdict lacks or reports failed.
+func missingChecks(checks []platform.Check) []string {
+	have := map[string]bool{}
+	for _, c := range checks {
+		have[c.Name] = c.Passed || c.Skipped
+	}
+	var missing []string
+	for _, name := range passChecks {
+		if !have[name] {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // faultVerdict turns a worker fault during a candidate's call into a failed
