@@ -4,7 +4,8 @@
 #   bin/kagent, bin/enginebench, bin/worker.test
 # Usage: OUT=/tmp/out [BUDGET=seconds] scripts/h200-proof.sh [steps...]
 #   steps: doctor suite eval bench profile greedy beam tune[:EXAMPLE,...] sweep
-#   (TUNE_ROUNDS, TUNE_LIMIT: tune's --max-rounds and per-example time limit)
+#   (TUNE_ROUNDS, TUNE_LIMIT: tune's --max-rounds and per-example time limit;
+#   SWEEP_ARGS: more sweep flags, e.g. --config FILE with platform_kwargs: {ncu_ahead: "false"})
 # Everything but steps.log ends in $OUT/kagent-proof.tgz.
 # With BUDGET set, each step's timeout is cut to what is left of it and a step
 # that cannot get 30 s is skipped (the device machine's call limit).
@@ -91,7 +92,7 @@ for step in $steps; do
     log "sweep of the GPU test problems, replayed transcript"
     timed sweep "${SWEEP_LIMIT:-500}" bin/kagent sweep --kernelbench sweep/testdata/gpu --level 1 --problems "${SWEEP_PROBLEMS:-1-8}" --strategy greedy \
       --platform cuda --python "$PY" --llm-replay sweep/testdata/gpu/transcript --max-rounds 1 --seeds 1 \
-      --out "$OUT/sweep" >"$OUT/sweep.txt" 2>&1
+      --out "$OUT/sweep" ${SWEEP_ARGS:-} >"$OUT/sweep.txt" 2>&1
     tail -30 "$OUT/sweep.txt"
     ;;
   *)
