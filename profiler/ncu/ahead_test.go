@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kagent-dev/kagent/internal/proc/proctest"
 	"github.com/kagent-dev/kagent/platform"
 )
 
@@ -186,16 +188,10 @@ func repoHarness(t *testing.T) (dir, python string) {
 	return dir, python
 }
 
-// alive reports whether the process runs (a zombie waiting for its reaper
-// does not).
+// alive reports whether the process a program's file names still runs.
 func alive(pid string) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...: the state follows the last ')'.
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+	n, err := strconv.Atoi(pid)
+	return err == nil && !proctest.Gone(n)
 }
 
 // A profile uses the process started ahead (which got no kernel filter),

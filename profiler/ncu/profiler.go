@@ -224,7 +224,7 @@ func (p *Profiler) takeAhead() *ahead {
 	defer p.mu.Unlock()
 	if p.ahead != nil && p.ahead.run.Exited() {
 		if out := p.ahead.run.Output(); !strings.Contains(out, idleExitMessage) {
-			p.noAhead = "the process started ahead ended before its job: " + oneLine(firstError(out))
+			p.noAhead = "the process started ahead ended before its job: " + firstLine(failureDetail(out))
 			p.logger().Warn("ncu: no longer starting profiles ahead", "reason", p.noAhead)
 		}
 		p.dropAhead()
@@ -311,7 +311,7 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 				return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
 			}
 			p.mu.Lock()
-			p.noAhead = oneLine(err.Error())
+			p.noAhead = firstLine(err.Error())
 			p.mu.Unlock()
 			p.logger().Warn("ncu: the profile's process started ahead failed; profiling in a fresh one and no longer starting ahead",
 				"candidate", c.ID, "err", err)
@@ -389,8 +389,8 @@ func (p *Profiler) profileFresh(ctx context.Context, c platform.Candidate, path 
 	return rep, run.Command.Metrics, warnings, err
 }
 
-// oneLine is the first line of s.
-func oneLine(s string) string {
+// firstLine is the first line of s.
+func firstLine(s string) string {
 	first, _, _ := strings.Cut(s, "\n")
 	return first
 }

@@ -126,8 +126,7 @@ func (r *Runner) timeout() time.Duration {
 // report reads the log of a finished run and turns its outcome into a
 // Report or an error.
 func (r *Runner) report(res proc.Result, logPath string, timeout time.Duration) (*Report, error) {
-	logData, _ := os.ReadFile(logPath)
-	output := string(logData) + "\n" + res.Output
+	logData, output := runOutput(logPath, res)
 	exit := res.ExitCode
 	fail := func(sentinel error, detail string) error {
 		return &RunError{Err: sentinel, ExitCode: exit, Detail: detail, Tail: proc.LastLines(output, 40, isCSVRow)}
@@ -139,11 +138,7 @@ func (r *Runner) report(res proc.Result, logPath string, timeout time.Duration) 
 		return nil, fail(msg.err, msg.detail)
 	}
 	if res.Err != nil {
-		detail := setupFailure(output)
-		if detail == "" {
-			detail = firstError(output)
-		}
-		return nil, fail(ErrExit, detail)
+		return nil, fail(ErrExit, failureDetail(output))
 	}
 	rep, err := Parse(bytes.NewReader(logData))
 	if err != nil {
@@ -240,8 +235,15 @@ func (p *Pending) Output() string {
 	if !p.Exited() {
 		return ""
 	}
-	logData, _ := os.ReadFile(p.logPath)
-	return string(logData) + "\n" + p.res.Output
+	_, output := runOutput(p.logPath, p.res)
+	return output
+}
+
+// runOutput is a finished run's ncu log, and that log followed by the end
+// of what ncu and the program printed.
+func runOutput(logPath string, res proc.Result) (logData []byte, output string) {
+	logData, _ = os.ReadFile(logPath)
+	return logData, string(logData) + "\n" + res.Output
 }
 
 // Abandon kills the run's process group (if it still runs) and waits for
@@ -319,6 +321,15 @@ func setupFailure(output string) string {
 		}
 	}
 	return ""
+}
+
+// failureDetail says why a run failed: the wrapper's setup failure, else
+// ncu's first error.
+func failureDetail(output string) string {
+	if detail := setupFailure(output); detail != "" {
+		return detail
+	}
+	return firstError(output)
 }
 
 // firstError is ncu's first ==ERROR== line, or "".
