@@ -252,7 +252,7 @@ func (e *Engine) Verify(ctx context.Context, c platform.Candidate) (platform.Ver
 				v.Passed = false
 				v.Failure = "tamper"
 				v.Reason = "the verdict passed without the checks " + strings.Join(missing, ", ") +
-					": verification did not run to its end (the harness was changed)"
+					": verification did not run to its end (the harness was changed); a kernel must not touch the harness"
 			}
 		}
 		return nil

@@ -130,6 +130,7 @@ def assess(problem: Problem, inputs: List[Any], ref: Any, out: Any) -> Tuple[boo
     if e_tf32 > 0 and e_kernel >= TF32_SHARE * e_tf32 and e_kernel > FP32_FACTOR * e_fp32:
         return True, note, (
             f"{note}: the kernel computes at TF32/fp16 precision in an fp32 problem with TF32 forbidden "
-            f"(tl.dot on fp32 operands uses TF32 unless given input_precision=\"ieee\")"
+            f"(tl.dot on fp32 operands uses TF32 unless given input_precision=\"ieee\"): compute in fp32, or set "
+            f"tf32: allow in kagent.yaml if TF32 is acceptable for this task"
         )
     return True, note, None

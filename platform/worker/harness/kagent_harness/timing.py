@@ -421,8 +421,7 @@ class _Timer:
                 f"on {UNSEEN_DRAWS} new input draws (secret seeds, reference not yet computed) the fastest call took "
                 f"{best:.4g} ms, against a median of {median:.4g} ms on the timed inputs (limit {limit:.4g} ms): "
                 f"the timed calls reuse results (cached by content, address or shape, or looked up) or skip work "
-                f"on calls they guess are unchecked"
-            )
+                f"on calls they guess are unchecked: compute every call's result from that call's inputs")
         return out
 
     def _unseen_call(self, times: List[float]) -> str:
@@ -455,7 +454,8 @@ class _Timer:
                 raise _Skip(f"out of device memory: {describe(exc)}") from None
             raise self._fail(exc, "the call on new inputs") from None
         if before is not None and checksum(inputs) != before:
-            return "the call modified its inputs"
+            return ("the call modified its inputs: a kernel must leave them alone (set allow_inplace in kagent.yaml "
+                    "if in-place is the intent)")
         if out is None and problem.allow_inplace:
             out = inputs[0]
         src = pristine if pristine is not None else inputs
@@ -471,7 +471,8 @@ class _Timer:
         del inputs, pristine, out, ref, src
         if bad:
             return (f"{bad} output element(s) differ from the reference beyond the tolerance, although the verified "
-                    f"draws matched (a result tied to inputs seen before, or a kernel at the edge of the tolerance)")
+                    f"draws matched (a result tied to inputs seen before, or a kernel at the edge of the tolerance): "
+                    f"compute every result from the call's own inputs, accurately enough for the tolerance")
         return ""
 
     def method(self) -> str:
