@@ -48,6 +48,14 @@ def flat_chunks(t: torch.Tensor, limit: int = CHUNK) -> Iterator[Tuple[int, torc
         offset += piece.numel()
 
 
+def grouped_chunks(tensors: Sequence[torch.Tensor], limit: int = CHUNK) -> Iterator[Tuple[torch.Tensor, ...]]:
+    """Pieces of several tensors of the same shape, cut at the same places."""
+    shapes = {tuple(t.shape) for t in tensors}
+    if len(shapes) != 1:
+        raise ValueError(f"grouped_chunks: shapes {sorted(list(s) for s in shapes)} differ")
+    yield from _pieces(tuple(t.detach() for t in tensors), limit)
+
+
 def paired_chunks(
     a: torch.Tensor, b: torch.Tensor, limit: int = CHUNK
 ) -> Iterator[Tuple[int, torch.Tensor, torch.Tensor]]:

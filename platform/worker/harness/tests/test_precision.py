@@ -7,7 +7,7 @@ import unittest
 import torch
 
 from kagent_harness.numerics import compare_outputs, tolerance_for
-from kagent_harness.precision import assess, tf32
+from kagent_harness.precision import assess, tf32, tf32_truncated
 from tests.helpers import TempFilesCase
 
 # A long reduction over all-positive inputs: TF32 rounding averages out, so a
@@ -33,6 +33,26 @@ def get_init_inputs():
     return [K, N]
 """
 
+# A reduction long enough that an fp32 kernel summing in order is off by a
+# quarter of what TF32 operands cost, with a reference (a tree sum) accurate to
+# 5e-8. The error's size alone cannot tell the two apart here.
+MATVEC = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, x):
+        return (a * x.t()).sum(dim=1, keepdim=True)
+
+M, K = 256, 32768
+
+def get_inputs():
+    return [torch.rand(M, K), torch.rand(K, 1)]
+
+def get_init_inputs():
+    return []
+"""
+
 
 class PrecisionTest(TempFilesCase):
     def run_with(self, out_of, **options):
@@ -48,7 +68,7 @@ class PrecisionTest(TempFilesCase):
         applies, note, failure = self.run_with(blocked)
         self.assertTrue(applies, note)
         self.assertIsNone(failure, note)
-        self.assertIn("operands rounded to TF32", note)
+        self.assertIn("operands rounded: TF32/fp16", note)
 
     def test_tf32_kernel_fails_although_within_tolerance(self) -> None:
         def tf32_dot(p, x):
@@ -70,6 +90,43 @@ class PrecisionTest(TempFilesCase):
         _, _, failure = self.run_with(bf16_dot)
         self.assertIsNotNone(failure)
 
+    def test_truncated_tf32_kernel_fails(self) -> None:
+        def truncated_dot(p, x):
+            return tf32_truncated(x) @ tf32_truncated(p.model.w)
+
+        _, note, failure = self.run_with(truncated_dot)
+        self.assertIsNotNone(failure, note)
+        self.assertIn("truncated TF32", failure)
+
+    def test_fp32_summed_in_order_passes(self) -> None:
+        # As on the H200: examples/matvec with BLOCK_K=16 was off by 6e-7
+        # against fp64 with TF32 operands at 1.8e-6.
+        p = self.problem(MATVEC)
+        draw = p.draws[0]
+        a, x = draw.inputs
+        acc = torch.zeros(a.shape[0], 1)
+        for i in range(0, a.shape[1], 16):
+            acc = acc + a[:, i:i + 16] @ x[i:i + 16]
+        applies, note, failure = assess(p, draw.inputs, draw.ref, acc)
+        self.assertTrue(applies, note)
+        self.assertIsNone(failure, note)
+        e_kernel = float(note.split("kernel ")[1].split(",")[0])
+        e_tf32 = float(note.split("TF32/fp16 ")[1].split(" ")[0])
+        self.assertGreater(e_kernel, 0.2 * e_tf32, "the case must be one a size-only rule gets wrong: " + note)
+        # The same reduction on TF32 operands fails.
+        cheat = (tf32(a) * tf32(x).t()).sum(dim=1, keepdim=True)
+        _, note, failure = assess(p, draw.inputs, draw.ref, cheat)
+        self.assertIsNotNone(failure, note)
+        self.assertIn("TF32/fp16", failure)
+
+    def test_few_output_elements_skipped(self) -> None:
+        p = self.problem(MATMUL.replace("M, K, N = 32, 2048, 48", "M, K, N = 4, 2048, 8"))
+        draw = p.draws[0]
+        applies, note, failure = assess(p, draw.inputs, draw.ref, tf32(draw.inputs[0]) @ tf32(p.model.w))
+        self.assertFalse(applies)
+        self.assertIsNone(failure)
+        self.assertIn("32 output elements are too few", note)
+
     def test_skipped_where_it_does_not_apply(self) -> None:
         def tf32_dot(p, x):
             return tf32(x) @ tf32(p.model.w)
@@ -86,6 +143,8 @@ class PrecisionTest(TempFilesCase):
     def test_tf32_rounding(self) -> None:
         x = torch.tensor([1.0, 1.0 + 2.0 ** -11, 1.0 + 2.0 ** -10, -3.0 - 2.0 ** -9])
         self.assertEqual(tf32(x).tolist(), [1.0, 1.0 + 2.0 ** -10, 1.0 + 2.0 ** -10, -3.0 - 2.0 ** -9])
+        y = torch.tensor([1.0 + 2.0 ** -11, 1.0 + 2.0 ** -10 + 2.0 ** -11, -1.0 - 2.0 ** -11])
+        self.assertEqual(tf32_truncated(y).tolist(), [1.0, 1.0 + 2.0 ** -10, -1.0])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Cheat (precision): rounds both operands to TF32's 10-bit mantissa, as a
-tl.dot without input_precision="ieee" does on fp32, then sums in fp32. On a
+tl.dot without input_precision="ieee" does on fp32 (with round to nearest; the H200's
+tensor cores truncate instead), then sums in fp32. On a
 long all-positive reduction this stays inside the fp32 element tolerance."""
 import torch
 
