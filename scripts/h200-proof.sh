@@ -4,7 +4,7 @@
 #   bin/kagent, bin/enginebench, bin/worker.test
 # Usage: OUT=/tmp/out [BUDGET=seconds] scripts/h200-proof.sh [steps...]
 #   steps: doctor suite eval bench profile greedy beam tune[:EXAMPLE,...] sweep
-#   (TUNE_ROUNDS, TUNE_LIMIT: tune's --max-rounds and per-example time limit;
+#   (SUITE_LIMIT, SUITE_RUN: the suite's time limit and -test.run pattern; TUNE_ROUNDS, TUNE_LIMIT: tune's --max-rounds and per-example time limit;
 #   SWEEP_ARGS: more sweep flags, e.g. --config FILE with platform_kwargs: {ncu_ahead: "false"})
 # Everything but steps.log ends in $OUT/kagent-proof.tgz.
 # With BUDGET set, each step's timeout is cut to what is left of it and a step
@@ -40,7 +40,7 @@ for step in $steps; do
     ;;
   suite)
     log "adversarial and fault suite on cuda"
-    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SUITE_PLATFORM=cuda timeout 170 ../../bin/worker.test -test.run 'TestSuite$' -test.v -test.timeout 9m) > "$OUT/suite-cuda.txt" 2>&1
+    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SUITE_PLATFORM=cuda timeout "${SUITE_LIMIT:-240}" ../../bin/worker.test -test.run "${SUITE_RUN:-TestSuite$}" -test.v -test.timeout 9m) > "$OUT/suite-cuda.txt" 2>&1
     echo "suite exit $?" | tee -a "$OUT/steps.log"
     grep -E '^(---|ok|FAIL|PASS)|CASE|pass|fail:|fault:' "$OUT/suite-cuda.txt" | tail -60
     ;;
