@@ -405,6 +405,13 @@ func (l *loop) round0(ctx context.Context) error {
 	return nil
 }
 
+// A baseline timed with a coefficient of variation above baselineMaxCV is
+// timed again, up to baselineRetakes more times.
+const (
+	baselineMaxCV   = 0.05
+	baselineRetakes = 2
+)
+
 // baseline times PyTorch eager or torch.compile once per run.
 func (l *loop) baseline(ctx context.Context, kind platform.TargetKind, have store.Baselines) error {
 	cur := have.Eager
@@ -418,6 +425,20 @@ func (l *loop) baseline(ctx context.Context, kind platform.TargetKind, have stor
 	t, err := l.in.Session.Time(ctx, platform.Target{Kind: kind})
 	if err != nil {
 		return fmt.Errorf("time %s baseline: %w", kind, err)
+	}
+	// Every speedup of the run is against this one measurement: a noisy one
+	// (on the H200, a torch.compile baseline at CV 14% and twice its usual
+	// median, once in a sweep) is taken again, and the steadiest is kept.
+	for i := 0; i < baselineRetakes && t.CV > baselineMaxCV; i++ {
+		again, err := l.in.Session.Time(ctx, platform.Target{Kind: kind})
+		if err != nil {
+			return fmt.Errorf("time %s baseline: %w", kind, err)
+		}
+		l.log.Info("baseline timed again", "baseline", kind, "cv", t.CV, "median_ms", t.MedianMS,
+			"again_cv", again.CV, "again_median_ms", again.MedianMS)
+		if again.CV < t.CV {
+			t = again
+		}
 	}
 	if err := l.st.SetBaseline(ctx, l.runID, kind, t); err != nil {
 		return err
