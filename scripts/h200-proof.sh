@@ -90,7 +90,9 @@ for step in $steps; do
     ;;
   sweep)
     log "sweep of the GPU test problems, replayed transcript"
-    timed sweep "${SWEEP_LIMIT:-500}" bin/kagent sweep --kernelbench sweep/testdata/gpu --level 1 --problems "${SWEEP_PROBLEMS:-1-8}" --strategy greedy \
+    strategy="--strategy greedy"
+    [[ " ${SWEEP_ARGS:-} " == *" --config "* ]] && strategy=""  # the config names it
+    timed sweep "${SWEEP_LIMIT:-500}" bin/kagent sweep --kernelbench sweep/testdata/gpu --level 1 --problems "${SWEEP_PROBLEMS:-1-8}" $strategy \
       --platform cuda --python "$PY" --llm-replay sweep/testdata/gpu/transcript --max-rounds 1 --seeds 1 \
       --out "$OUT/sweep" ${SWEEP_ARGS:-} >"$OUT/sweep.txt" 2>&1
     tail -30 "$OUT/sweep.txt"
