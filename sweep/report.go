@@ -65,6 +65,10 @@ func Markdown(m Manifest, results []ProblemResult, now time.Time) []byte {
 			speedupCell(r.SpeedupInput), cell(clip(r.StopReason, 60)), countCell(r.LLM.Calls), secondsCell(r.WallSeconds))
 	}
 	w("\n")
+	if ids := v.noisy(); len(ids) > 0 {
+		w("Times measured with a coefficient of variation above %.0f%% show it beside them (problems %s): "+
+			"the speedups computed from them are uncertain, and another run may give others.\n\n", 100*NoisyCV, strings.Join(ids, ", "))
+	}
 
 	var failed []ProblemResult
 	for _, p := range m.Problems {
@@ -304,7 +308,35 @@ func msCell(t *Timing) string {
 	if t == nil {
 		return "n/a"
 	}
+	if cv := t.cv(); cv > NoisyCV {
+		return fmt.Sprintf("%s (CV %.0f%%)", fmtMS(t.MedianMS), 100*cv)
+	}
 	return fmtMS(t.MedianMS)
+}
+
+// NoisyCV is the coefficient of variation above which the report shows a
+// time's CV beside it: the speedups computed from it are uncertain.
+const NoisyCV = 0.05
+
+// cv is the timing's coefficient of variation (0 when unknown).
+func (t *Timing) cv() float64 {
+	if t == nil || !(t.MeanMS > 0) || !(t.StdMS >= 0) {
+		return 0
+	}
+	return t.StdMS / t.MeanMS
+}
+
+// noisy lists the ids of the problems with a kernel or baseline time above
+// NoisyCV, in manifest order.
+func (v view) noisy() []string {
+	var ids []string
+	for _, p := range v.m.Problems {
+		r, ok := v.by[p.ID]
+		if ok && (r.Kernel.cv() > NoisyCV || r.Eager.cv() > NoisyCV || r.Compile.cv() > NoisyCV) {
+			ids = append(ids, strconv.Itoa(p.ID))
+		}
+	}
+	return ids
 }
 
 // fmtMS prints milliseconds with 4 significant digits (at least one
