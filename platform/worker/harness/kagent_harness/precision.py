@@ -17,7 +17,7 @@ rounds them (``ROUNDINGS``). A kernel that computes on rounded operands
 carries that rounding's error pattern: at least ``SAME_DIRECTION`` of its error
 vector against fp64 (as a multiple correlation, 0 to 1) lies in the span of the
 roundings' error vectors, and it is at least ``SHARE`` of the smallest of them.
-The span rather than one pattern, because tensor cores add their own rounding
+The span rather than one pattern, because tensor cores seem to round again
 while they accumulate: on the H200, a tl.dot on operands rounded to fp16 had
 cosine 0.57 with the fp16 pattern and 0.82 with the truncated one. An fp32
 kernel's rounding errors, in whatever order it sums, are unrelated to how the
