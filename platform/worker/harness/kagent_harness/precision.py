@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -105,38 +105,62 @@ def _model64(model: torch.nn.Module, rounding: Optional[Rounding]) -> torch.nn.M
     return m.double()
 
 
-def _dots(exact: List[torch.Tensor], run: List[torch.Tensor], diffs: List[List[torch.Tensor]]) -> Tuple[float, float, List[float], List[List[float]]]:
+class _Pass:
     """Dot products over the finite elements of all outputs, in fp64 and in
-    pieces: (|exact|^2, |d|^2, [d . e_i], [[e_i . e_j]]) for the error d of
-    ``run`` against ``exact`` and the stored error vectors e_i in ``diffs``
-    (diffs[i] holds one tensor per output)."""
-    k = len(diffs)
-    norm = dd = 0.0
-    de = [0.0] * k
-    ee = [[0.0] * k for _ in range(k)]
+    pieces, of one run's error d (against the exact result) and, optionally,
+    one rounding's error e against the stored errors of earlier roundings."""
+
+    def __init__(self) -> None:
+        self.norm = 0.0  # |exact|^2
+        self.dd = 0.0  # |d|^2
+        self.de = 0.0  # d . e
+        self.ee = 0.0  # |e|^2
+        self.cross: List[float] = []  # e . (stored error j)
+        self.kept: List[torch.Tensor] = []  # e in bf16, one per output, when asked to keep it
+
+
+def _pass(exact: List[torch.Tensor], run: List[torch.Tensor], rounded: Optional[List[torch.Tensor]] = None,
+          stored: Sequence[List[torch.Tensor]] = (), keep: bool = False) -> _Pass:
+    """One walk over the outputs. A rounding's error is kept in bf16 (for the
+    dot products with later roundings' errors), which is ample for a cosine and
+    a quarter of its fp64 size."""
+    p = _Pass()
+    p.cross = [0.0] * len(stored)
     for o, x in enumerate(exact):
-        group = [x, run[o]] + [d[o] for d in diffs]
+        group = [x, run[o]] + ([rounded[o]] if rounded is not None else []) + [s[o] for s in stored]
         if len({tuple(t.shape) for t in group}) != 1:
-            return norm, math.inf, de, ee
+            p.dd = math.inf
+            return p
+        buf = torch.empty(x.numel(), dtype=torch.bfloat16, device=x.device) if keep else None
+        offset = 0
         for piece in grouped_chunks(group, CHUNK):
             x64 = piece[0].double()
-            d = piece[1].double() - x64
-            es = [e.double() for e in piece[2:]]
-            fin = torch.isfinite(d) & torch.isfinite(x64)
-            for e in es:
-                fin &= torch.isfinite(e)
             zero = torch.zeros((), dtype=torch.float64, device=x64.device)
+            d = piece[1].double() - x64
+            fin = torch.isfinite(d) & torch.isfinite(x64)
+            e = None
+            if rounded is not None:
+                e = piece[2].double() - x64
+                fin &= torch.isfinite(e)
+                if buf is not None:
+                    buf[offset:offset + e.numel()] = e.flatten().to(torch.bfloat16)
+                    offset += e.numel()
+            others = [t.double() for t in piece[3 if rounded is not None else 2:]]
+            for t in others:
+                fin &= torch.isfinite(t)
             x64 = torch.where(fin, x64, zero).flatten()
             d = torch.where(fin, d, zero).flatten()
-            es = [torch.where(fin, e, zero).flatten() for e in es]
-            norm += float(torch.dot(x64, x64))
-            dd += float(torch.dot(d, d))
-            for i in range(k):
-                de[i] += float(torch.dot(d, es[i]))
-                for j in range(i, k):
-                    ee[i][j] += float(torch.dot(es[i], es[j]))
-                    ee[j][i] = ee[i][j]
-    return norm, dd, de, ee
+            p.norm += float(torch.dot(x64, x64))
+            p.dd += float(torch.dot(d, d))
+            if e is not None:
+                e = torch.where(fin, e, zero).flatten()
+                p.de += float(torch.dot(d, e))
+                p.ee += float(torch.dot(e, e))
+                for j, t in enumerate(others):
+                    p.cross[j] += float(torch.dot(e, torch.where(fin, t, zero).flatten()))
+        if buf is not None:
+            p.kept.append(buf.view(x.shape))
+    return p
 
 
 def _rel(sq: float, norm: float) -> float:
@@ -177,30 +201,42 @@ def assess(problem: Problem, inputs: List[Any], ref: Any, out: Any) -> Tuple[boo
         return False, f"{elements} output elements are too few to tell rounded operands from another order of operations", None
     dev = problem.device
     params = sum(p.numel() * p.element_size() for p in problem.model.parameters())
-    need = 2 * (2 * nbytes(inputs) + 7 * nbytes(ref) + 4 * params)
+    need = 2 * (3 * nbytes(inputs) + 6 * nbytes(ref) + 4 * params)
     if dev.is_gpu and dev.free_memory() * MEMORY_FRACTION < need:
         return False, f"needs {need / 2**30:.1f} GiB of free device memory for fp64 copies", None
     names: List[str] = []
-    diffs: List[List[torch.Tensor]] = []  # per rounding, its error against fp64 (fp32, one per output)
+    # The kernel's error against each rounding's (de), and the Gram matrix of
+    # the roundings' errors (ee).
+    de: List[float] = []
+    ee: List[List[float]] = [[0.0] * len(ROUNDINGS) for _ in ROUNDINGS]
+    stored: List[List[torch.Tensor]] = []  # earlier roundings' errors, bf16, one per output
     try:
         with torch.no_grad():
             exact = _floats(_model64(problem.model, None)(*_to64(inputs, None)))
             if len(exact) != len(refs):
                 return False, "the fp64 reference has other outputs", None
-            for name, rounding in ROUNDINGS:
+            fp32 = _pass(exact, refs)
+            norm, dd_fp32 = fp32.norm, fp32.dd
+            dd = math.inf
+            for i, (name, rounding) in enumerate(ROUNDINGS):
                 rounded = _floats(_model64(problem.model, rounding)(*_to64(inputs, rounding)))
-                if len(rounded) != len(refs) or any(tuple(r.shape) != tuple(x.shape) for r, x in zip(rounded, exact)):
+                if len(rounded) != len(refs):
                     return False, "the fp64 reference has other outputs", None
-                names.append(name)
-                diffs.append([(r - x).float() for r, x in zip(rounded, exact)])
+                p = _pass(exact, outs, rounded, stored, keep=i < len(ROUNDINGS) - 1)
                 del rounded
-            norm, dd, de, ee = _dots(exact, outs, diffs)
-            _, dd_fp32, _, _ = _dots(exact, refs, [])
+                names.append(name)
+                dd = p.dd
+                de.append(p.de)
+                ee[i][i] = p.ee
+                for j, c in enumerate(p.cross):
+                    ee[i][j] = ee[j][i] = c
+                if p.kept:
+                    stored.append(p.kept)
             del exact
     except BaseException as exc:  # noqa: BLE001 - a reference that has no fp64 path
         return False, f"the reference does not run in fp64 ({type(exc).__name__})", None
     finally:
-        del diffs
+        del stored
         dev.empty_cache()
     e_kernel, e_fp32 = _rel(dd, norm), _rel(dd_fp32, norm)
     e_round = [_rel(ee[i][i], norm) for i in range(len(names))]

@@ -108,18 +108,19 @@ class PeakMemoryTest(unittest.TestCase):
             f.write(textwrap.dedent(text))
         return path
 
-    def measure(self, n: int) -> Dict[str, Any]:
+    def measure(self, n: int, tf32: str = "forbid") -> Dict[str, Any]:
         """Resident bytes of a fresh worker doing load_problem, verify and bench
         of the problem with n elements: "peak" (all of it), "loaded" (after
-        load_problem), "bench_peak" (the timing phase alone, or None), and the
-        load result "info"."""
+        load_problem), "verify_peak" (up to the end of verify), "bench_peak"
+        (the timing phase alone, or None), the load result "info" and the
+        verdict's "precision" check. tf32 "allow" skips the precision check."""
         problem = self._write(f"problem_{n}.py", PROBLEM.format(n=n))
         cand = self._write(f"kernel_{n}.py", CANDIDATE)
         client = WorkerClient("cpu", env=MALLOC_ENV)
         try:
             client.start()
             wpid = client.proc.pid
-            load = client.request("load_problem", timeout=300, problem_path=problem, seeds=SEEDS, dtype="fp32")
+            load = client.request("load_problem", timeout=300, problem_path=problem, seeds=SEEDS, dtype="fp32", tf32=tf32)
             self.assertTrue(load["ok"], load)
             loaded = _status(wpid, "VmRSS")
             pid = load["result"]["problem_id"]
@@ -127,7 +128,8 @@ class PeakMemoryTest(unittest.TestCase):
                                require_triton=False, check_launch=False)
             self.assertTrue(v["ok"], v)
             self.assertTrue(v["result"]["passed"], v["result"])
-            peak = _status(wpid, "VmHWM")
+            peak = verify_peak = _status(wpid, "VmHWM")
+            precision = [c for c in v["result"]["checks"] if c["name"] == "precision"][0]
             reset = _reset_peak(wpid)
             b = client.request("bench", timeout=300, problem_id=pid, target="kernel", candidate_path=cand,
                                require_triton=False, warmup_ms=1, rep_ms=1, min_reps=6, max_reps=6)
@@ -139,11 +141,14 @@ class PeakMemoryTest(unittest.TestCase):
             peak = max(peak, bench_peak)
         finally:
             client.close()
-        return {"peak": peak, "loaded": loaded, "bench_peak": bench_peak if reset else None, "info": load["result"]}
+        return {"peak": peak, "loaded": loaded, "verify_peak": verify_peak, "bench_peak": bench_peak if reset else None,
+                "info": load["result"], "precision": precision}
 
     def test_verify_and_bench_peak(self) -> None:
-        tiny = self.measure(TINY)
-        large = self.measure(LARGE)
+        tiny = self.measure(TINY, tf32="allow")
+        # The precision check has its own bound (below); this one covers the rest.
+        large = self.measure(LARGE, tf32="allow")
+        self.assertTrue(large["precision"]["skipped"], large["precision"])
         info = large["info"]
         x = info["bytes_in"]
         y = info["bytes_out"]
@@ -173,6 +178,22 @@ class PeakMemoryTest(unittest.TestCase):
             f"output, the unseen-input calls one draw's inputs ({x / MIB:.0f} MiB) and three outputs "
             f"({y / MIB:.0f} MiB each: the candidate's, the reference's and its temporary), plus the scratch",
         )
+
+    def test_precision_check_peak(self) -> None:
+        """PROTOCOL.md bounds the precision check, which runs only when about
+        twice its need is free, by draws x (in + out) + Y (the kernel's output
+        of draw 1) + 3X (fp64 inputs, a rounded fp32 copy) + 6Y (the exact fp64
+        result, one rounded run's fp64 result, two roundings' errors in bf16)
+        + the reference's fp64 temporaries (one fp64 output here)."""
+        tiny = self.measure(TINY, tf32="allow")
+        large = self.measure(LARGE)
+        self.assertTrue(large["precision"]["passed"] and not large["precision"]["skipped"], large["precision"])
+        x, y = large["info"]["bytes_in"], large["info"]["bytes_out"]
+        bound = len(SEEDS) * (x + y) + y + 3 * x + 6 * y + 2 * y + SCRATCH
+        used = large["verify_peak"] - tiny["peak"]
+        if os.environ.get("KAGENT_MEM_VERBOSE"):
+            print(f"\nverify with the precision check: {used / MIB:.0f} MiB above the interpreter's, bound {bound / MIB:.0f} MiB")
+        self.assertLessEqual(used, bound, f"verify with the precision check used {used / MIB:.0f} MiB, bound {bound / MIB:.0f} MiB")
 
 
 if __name__ == "__main__":
