@@ -50,6 +50,7 @@ SHARE = 0.25
 FP32_FACTOR = 4.0
 SAME_DIRECTION = 0.5
 MIN_ELEMENTS = 256
+PARALLEL = 1e-3
 # fp64 copies of one draw (inputs and outputs, twice) and the model, plus the
 # reference's temporaries, must fit in this share of the free memory.
 MEMORY_FRACTION = 0.5
@@ -171,12 +172,19 @@ def _rel(sq: float, norm: float) -> float:
 
 def _explained(dd: float, de: List[float], ee: List[List[float]]) -> float:
     """The share of the error vector d (as a cosine, 0 to 1) that lies in the
-    span of the e_i: its multiple correlation with them."""
-    if not de or dd == 0.0 or not math.isfinite(dd):
+    span of the e_i: its multiple correlation with them. Computed on unit
+    vectors (the roundings' errors differ in size by orders of magnitude), and
+    directions in which the e_i are nearly parallel (eigenvalues of their
+    correlation matrix below ``PARALLEL``) are dropped: there the stored bf16
+    errors' own rounding would decide."""
+    keep = [i for i in range(len(de)) if ee[i][i] > 0 and math.isfinite(ee[i][i])]
+    if not keep or dd == 0.0 or not math.isfinite(dd):
         return 0.0
-    gram = torch.tensor(ee, dtype=torch.float64)
-    b = torch.tensor(de, dtype=torch.float64)
-    r2 = float(b @ torch.linalg.pinv(gram, rtol=1e-12, hermitian=True) @ b) / dd
+    norms = [math.sqrt(ee[i][i]) for i in keep]
+    corr = torch.tensor([[ee[i][j] / (ni * nj) for j, nj in zip(keep, norms)] for i, ni in zip(keep, norms)],
+                        dtype=torch.float64)
+    cos = torch.tensor([de[i] / (math.sqrt(dd) * n) for i, n in zip(keep, norms)], dtype=torch.float64)
+    r2 = float(cos @ torch.linalg.pinv(corr, rtol=PARALLEL, hermitian=True) @ cos)
     return math.sqrt(min(max(r2, 0.0), 1.0))
 
 

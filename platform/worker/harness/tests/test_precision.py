@@ -7,7 +7,7 @@ import unittest
 import torch
 
 from kagent_harness.numerics import compare_outputs, tolerance_for
-from kagent_harness.precision import assess, tf32, tf32_truncated
+from kagent_harness.precision import _explained, assess, tf32, tf32_truncated
 from tests.helpers import TempFilesCase
 
 # A long reduction over all-positive inputs: TF32 rounding averages out, so a
@@ -139,6 +139,23 @@ class PrecisionTest(TempFilesCase):
                 self.assertFalse(applies)
                 self.assertIsNone(failure)
                 self.assertIn(why, note)
+
+    def test_share_in_the_span(self) -> None:
+        g = torch.Generator().manual_seed(3)
+        n = 4096
+        e1, e2, other = (torch.randn(n, generator=g, dtype=torch.float64) for _ in range(3))
+        e2 = e2 * 1e4  # the roundings' errors differ in size by orders of magnitude
+
+        def share(d, es):
+            return _explained(float(d @ d), [float(d @ e) for e in es], [[float(a @ b) for b in es] for a in es])
+
+        self.assertAlmostEqual(share(3e-6 * e1 + 2e-2 * e2 * 1e-4, [e1, e2]), 1.0, places=6)
+        self.assertLess(share(other, [e1, e2]), 0.1)
+        self.assertAlmostEqual(share(e1 + other, [e1, e2]), 2 ** -0.5, delta=0.03)
+        # Two nearly parallel errors: their tiny difference is not a direction of its own.
+        near = e1 + 1e-6 * other
+        self.assertLess(share(other, [e1, near]), 0.1)
+        self.assertEqual(share(other, []), 0.0)
 
     def test_tf32_rounding(self) -> None:
         x = torch.tensor([1.0, 1.0 + 2.0 ** -11, 1.0 + 2.0 ** -10, -3.0 - 2.0 ** -9])
