@@ -101,6 +101,21 @@ type Timing struct {
 	Method string `json:"method,omitempty"`
 	// Unavailable is set when the target cannot be timed here (torch.compile missing).
 	Unavailable string `json:"unavailable,omitempty"`
+	// HostMS is the median host time to enqueue one timed call (from its
+	// start event to its end event; 0 when unknown).
+	HostMS float64 `json:"host_ms,omitempty"`
+}
+
+// HostBoundShare: a GPU timing whose host time per call is at least this
+// share of its median is host-bound (HostBound).
+const HostBoundShare = 0.8
+
+// HostBound reports whether the device may have waited for the host inside
+// the measured spans: the time then includes host overhead and moves with
+// the host's load (small kernels behind a slow Python path, e.g. a
+// torch.compile wrapper).
+func (t Timing) HostBound() bool {
+	return t.Representative && t.HostMS > 0 && t.MedianMS > 0 && t.HostMS >= HostBoundShare*t.MedianMS
 }
 
 // Profiler measures hardware metrics of a candidate.

@@ -327,6 +327,7 @@ type benchStats struct {
 	N              int       `json:"n"`
 	TimesMS        []float64 `json:"times_ms"`
 	Method         string    `json:"method"`
+	HostMedianMS   float64   `json:"host_median_ms"`
 	Representative *bool     `json:"representative"`
 	Unavailable    string    `json:"unavailable"`
 	// Failure names a check that failed while timing (host_check: work
@@ -345,7 +346,8 @@ func (s benchStats) timing(label string, representative bool) platform.Timing {
 		rep = rep && *s.Representative
 	}
 	return platform.Timing{Target: label, MedianMS: s.MedianMS, P20MS: s.P20MS, P80MS: s.P80MS, MeanMS: s.MeanMS,
-		CV: s.CV, N: s.N, TimesMS: s.TimesMS, Representative: rep, Method: s.Method, Unavailable: s.Unavailable}
+		CV: s.CV, N: s.N, TimesMS: s.TimesMS, HostMS: s.HostMedianMS, Representative: rep, Method: s.Method,
+		Unavailable: s.Unavailable}
 }
 
 // RecheckError: a check run while timing failed: the outputs of the timed

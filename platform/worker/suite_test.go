@@ -154,6 +154,9 @@ func TestSuite(t *testing.T) {
 					if err != nil || tm.N < 1 {
 						t.Fatalf("timing a correct candidate: %+v %v", tm, err)
 					}
+					if !(tm.HostMS > 0) {
+						t.Errorf("timing a correct candidate: no host time per call: %+v", tm)
+					}
 				default:
 					_, want, _ := strings.Cut(e.Expect, ":")
 					if v.Passed {

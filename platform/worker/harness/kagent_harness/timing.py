@@ -28,6 +28,10 @@ modified its inputs at load time. Afterwards:
   the timed calls faster than a call on inputs nobody has seen. It is skipped,
   with the reason, when the device lacks the memory for one more draw.
 
+The host time of each timed call (start event to end event, no synchronize)
+is reported as ``host_median_ms``: where it is not well below the device time,
+the device may wait for the host inside the measured span.
+
 On CPU the clock is time.perf_counter and timings are labelled not representative.
 """
 
@@ -272,6 +276,8 @@ class _Timer:
         self.restore = problem.allow_inplace
         self.tol: ToleranceFn = lambda dt: tolerance_for(dt, problem.atol, problem.rtol)
         self.times: List[float] = []
+        # Host time to enqueue each timed call (start event to end event).
+        self.host_times: List[float] = []
         self.violations: List[Any] = []
         self.checked = 0
         self.estimate_ms = 0.0
@@ -332,9 +338,11 @@ class _Timer:
         if self.flush is not None:
             self.flush.zero_()
         a, b = dev.event(), dev.event()
+        t0 = perf_counter()
         dev.record(a)
         out = self._call(s.inputs)
         dev.record(b)
+        self.host_times.append((perf_counter() - t0) * 1e3)
         if recheck:
             if out is None and self.problem.allow_inplace:
                 out = s.inputs[0]
@@ -513,6 +521,7 @@ def _report(timer: _Timer) -> Dict[str, Any]:
             "estimate_ms": timer.estimate_ms,
             "warmup_calls": timer.warmup_calls,
             "sets": len(timer.sets),
+            "host_median_ms": _stats(timer.host_times)["median_ms"] if timer.host_times else 0.0,
         }
     )
     return out

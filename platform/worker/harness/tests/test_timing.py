@@ -57,6 +57,22 @@ class BenchTest(TempFilesCase):
         self.assertEqual(s["sets"], 3)
         self.assertIn("perf_counter", s["method"])
         self.assertEqual(s["failure"], "")
+        # The host time to enqueue a call; on CPU the call runs on the host, so
+        # it is at least the measured time's order.
+        self.assertGreater(s["host_median_ms"], 0)
+        self.assertGreaterEqual(s["host_median_ms"], 0.5 * s["median_ms"])
+
+    def test_host_time_of_a_slow_python_path(self) -> None:
+        import time as _time
+
+        def slow(x, y):
+            _time.sleep(0.002)  # host work before the device work
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        s = bench(self.problem, self.kernel(slow), FAST, self.guard)
+        self.assertEqual(s["failure"], "", s)
+        self.assertGreaterEqual(s["host_median_ms"], 2.0)
 
     def test_rotation_uses_every_draw(self) -> None:
         seen = set()
