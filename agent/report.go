@@ -103,5 +103,6 @@ func stats(t *platform.Timing) report.Stats {
 	if t == nil {
 		return report.Stats{}
 	}
-	return report.Stats{MedianMS: t.MedianMS, P20MS: t.P20MS, P80MS: t.P80MS, CV: t.CV, N: t.N, Unavailable: t.Unavailable}
+	return report.Stats{MedianMS: t.MedianMS, P20MS: t.P20MS, P80MS: t.P80MS, CV: t.CV, N: t.N, Unavailable: t.Unavailable,
+		HostMS: t.HostMS, HostBound: t.HostBound()}
 }

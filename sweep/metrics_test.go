@@ -3,6 +3,8 @@ package sweep
 import (
 	"math"
 	"testing"
+
+	"github.com/kagent-dev/kagent/platform"
 )
 
 func TestFastP(t *testing.T) {
@@ -60,5 +62,21 @@ func TestGeoMean(t *testing.T) {
 				t.Errorf("GeoMean = %v over %d, want %v over %d", got, n, tc.want, tc.wantN)
 			}
 		})
+	}
+}
+
+func TestTimingOf(t *testing.T) {
+	if TimingOf(nil) != nil || TimingOf(&platform.Timing{Unavailable: "no torch.compile"}) != nil {
+		t.Fatal("a missing or unavailable timing must give nil")
+	}
+	got := TimingOf(&platform.Timing{MedianMS: 0.14, MeanMS: 0.15, CV: 0.2, N: 500, HostMS: 0.13, Representative: true,
+		TimesMS: []float64{0.2, 0.1, 0.14}})
+	want := Timing{MedianMS: 0.14, MeanMS: 0.15, StdMS: 0.2 * 0.15, MinMS: 0.1, MaxMS: 0.2, N: 500, HostBound: true}
+	if *got != want {
+		t.Errorf("TimingOf: %+v, want %+v", *got, want)
+	}
+	// On the CPU the host is the clock: never host-bound.
+	if TimingOf(&platform.Timing{MedianMS: 1, HostMS: 1, N: 5}).HostBound {
+		t.Error("a CPU timing marked host-bound")
 	}
 }

@@ -66,8 +66,9 @@ func Markdown(m Manifest, results []ProblemResult, now time.Time) []byte {
 	}
 	w("\n")
 	if ids := v.noisy(); len(ids) > 0 {
-		w("Times measured with a coefficient of variation above %.0f%% show it beside them (problems %s): "+
-			"the speedups computed from them are uncertain, and another run may give others.\n\n", 100*NoisyCV, strings.Join(ids, ", "))
+		w("Some times carry a note (problems %s): \"CV\" when measured with a coefficient of variation above %.0f%%, "+
+			"\"host-bound\" when the host's time per call came near the median (the time then includes host overhead). "+
+			"The speedups computed from them are uncertain, and another run may give others.\n\n", strings.Join(ids, ", "), 100*NoisyCV)
 	}
 
 	var failed []ProblemResult
@@ -308,10 +309,22 @@ func msCell(t *Timing) string {
 	if t == nil {
 		return "n/a"
 	}
+	var notes []string
 	if cv := t.cv(); cv > NoisyCV {
-		return fmt.Sprintf("%s (CV %.0f%%)", fmtMS(t.MedianMS), 100*cv)
+		notes = append(notes, fmt.Sprintf("CV %.0f%%", 100*cv))
+	}
+	if t.HostBound {
+		notes = append(notes, "host-bound")
+	}
+	if len(notes) > 0 {
+		return fmt.Sprintf("%s (%s)", fmtMS(t.MedianMS), strings.Join(notes, ", "))
 	}
 	return fmtMS(t.MedianMS)
+}
+
+// uncertain: a time whose speedups the report qualifies.
+func (t *Timing) uncertain() bool {
+	return t != nil && (t.cv() > NoisyCV || t.HostBound)
 }
 
 // NoisyCV is the coefficient of variation above which the report shows a
@@ -327,12 +340,12 @@ func (t *Timing) cv() float64 {
 }
 
 // noisy lists the ids of the problems with a kernel or baseline time above
-// NoisyCV, in manifest order.
+// NoisyCV or host-bound, in manifest order.
 func (v view) noisy() []string {
 	var ids []string
 	for _, p := range v.m.Problems {
 		r, ok := v.by[p.ID]
-		if ok && (r.Kernel.cv() > NoisyCV || r.Eager.cv() > NoisyCV || r.Compile.cv() > NoisyCV) {
+		if ok && (r.Kernel.uncertain() || r.Eager.uncertain() || r.Compile.uncertain()) {
 			ids = append(ids, strconv.Itoa(p.ID))
 		}
 	}

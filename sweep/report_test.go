@@ -52,8 +52,10 @@ func TestMarkdownGolden(t *testing.T) {
 	rs[1].Status, rs[1].Error = StatusError, "worker exited: signal: killed"
 	rs[1].Correct, rs[1].Kernel = false, nil
 	rs[1].fillSpeedups()
-	// A compile baseline timed with CV 14% is shown with its CV and counted.
-	rs[3].Compile = &Timing{MedianMS: 0.8, MeanMS: 0.85, StdMS: 0.119, N: 100}
+	// A compile baseline timed with CV 14% is shown with its CV and counted,
+	// and so is a host-bound one.
+	rs[3].Compile = &Timing{MedianMS: 0.8, MeanMS: 0.85, StdMS: 0.119, N: 100, HostBound: true}
+	rs[4].Eager = &Timing{MedianMS: 1, MeanMS: 1, N: 100, HostBound: true}
 	golden(t, "report.golden.md", Markdown(m, rs, now))
 }
 

@@ -62,6 +62,9 @@ type Timing struct {
 	MinMS    float64 `json:"min_ms,omitempty"`
 	MaxMS    float64 `json:"max_ms,omitempty"`
 	N        int     `json:"n"`
+	// HostBound: the host time per call came near the median on a GPU
+	// (platform.Timing.HostBound): the time includes host overhead.
+	HostBound bool `json:"host_bound,omitempty"`
 }
 
 // TimingOf condenses a platform timing (nil for nil or an unavailable one).
@@ -69,7 +72,7 @@ func TimingOf(t *platform.Timing) *Timing {
 	if t == nil || t.Unavailable != "" || t.MedianMS <= 0 {
 		return nil
 	}
-	out := &Timing{MedianMS: t.MedianMS, MeanMS: t.MeanMS, StdMS: t.CV * t.MeanMS, N: t.N}
+	out := &Timing{MedianMS: t.MedianMS, MeanMS: t.MeanMS, StdMS: t.CV * t.MeanMS, N: t.N, HostBound: t.HostBound()}
 	if out.MeanMS == 0 {
 		out.MeanMS = t.MedianMS
 	}

@@ -73,6 +73,10 @@ type Stats struct {
 	N  int
 	// Unavailable says why the target was not timed ("torch.compile missing").
 	Unavailable string
+	// HostMS is the host time to enqueue one call (0: unknown); HostBound
+	// marks a GPU time it came near (platform.Timing.HostBound).
+	HostMS    float64
+	HostBound bool
 }
 
 // Baselines are the reference times of the run.

@@ -60,6 +60,8 @@ type jsonTiming struct {
 	CV          num    `json:"cv"`
 	N           int    `json:"n"`
 	Unavailable string `json:"unavailable"`
+	HostMS      num    `json:"host_ms"`
+	HostBound   bool   `json:"host_bound"`
 }
 
 type jsonBaselines struct {
@@ -150,7 +152,7 @@ func (a amount) MarshalJSON() ([]byte, error) {
 
 func timing(s Stats) jsonTiming {
 	return jsonTiming{MedianMS: num(s.MedianMS), P20MS: num(s.P20MS), P80MS: num(s.P80MS),
-		CV: num(s.CV), N: s.N, Unavailable: s.Unavailable}
+		CV: num(s.CV), N: s.N, Unavailable: s.Unavailable, HostMS: num(s.HostMS), HostBound: s.HostBound}
 }
 
 func usage(u Usage) jsonUsage {
@@ -180,7 +182,10 @@ func timestamp(t time.Time) *string {
 //	gpu                        {name, units, mem_bw_gbs, peak_tflops, mem_gb, l2_mb}
 //	work                       {bytes, flops, floor_ms, arithmetic_intensity}
 //	baselines                  {eager, compile, input}: timing objects
-//	  timing                   {median_ms, p20_ms, p80_ms, cv, n, unavailable}
+//	  timing                   {median_ms, p20_ms, p80_ms, cv, n, unavailable,
+//	                           host_ms, host_bound}: host_ms is the host time to
+//	                           enqueue one call (null: unknown); host_bound marks
+//	                           a GPU time it came near (the time includes host overhead)
 //	best                       null, or {id, median_ms, speedup_vs_eager,
 //	                           speedup_vs_compile, speedup_vs_input, floor_fraction}
 //	stop_reason

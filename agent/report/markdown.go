@@ -128,6 +128,16 @@ func writeBaselines(b *bytes.Buffer, d Data) {
 			fmtMS(t.s.P80MS), fmtCV(t.s.CV), fmtCount(t.s.N))
 	}
 	b.WriteString("\n")
+	for _, t := range []struct {
+		name string
+		s    Stats
+	}{{"PyTorch eager", d.Baselines.Eager}, {"torch.compile", d.Baselines.Compile}, {"the input kernel", d.Baselines.Input}} {
+		if t.s.HostBound {
+			fmt.Fprintf(b, "Host-bound: %s took %s ms of host time per call against its %s ms median; the device may wait "+
+				"for the host inside the timed span, so the time includes host overhead and moves with the host's load, "+
+				"and so do the speedups against it.\n\n", t.name, fmtMS(t.s.HostMS), fmtMS(t.s.MedianMS))
+		}
+	}
 }
 
 func writeRounds(b *bytes.Buffer, d Data, der derived) {

@@ -371,3 +371,35 @@ func TestGPUFromSpecs(t *testing.T) {
 		}
 	}
 }
+
+// TestHostBoundBaseline: a host-bound baseline is named under the baselines
+// table and marked in report.json; the others are not.
+func TestHostBoundBaseline(t *testing.T) {
+	d := h200Greedy()
+	d.Baselines.Eager.HostMS = 0.012
+	d.Baselines.Compile = Stats{MedianMS: 0.14, P20MS: 0.12, P80MS: 0.16, CV: 0.14, N: 500, HostMS: 0.13, HostBound: true}
+	md, err := Markdown(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(md)
+	if n := strings.Count(text, "Host-bound:"); n != 1 || !strings.Contains(text, "Host-bound: torch.compile took 0.130 ms of host time per call against its 0.140 ms median") {
+		t.Fatalf("want one host-bound line, for torch.compile:\n%s", text)
+	}
+	js, err := JSON(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Baselines map[string]struct {
+			HostMS    *float64 `json:"host_ms"`
+			HostBound bool     `json:"host_bound"`
+		} `json:"baselines"`
+	}
+	if err := json.Unmarshal(js, &r); err != nil {
+		t.Fatal(err)
+	}
+	if c, e := r.Baselines["compile"], r.Baselines["eager"]; !c.HostBound || c.HostMS == nil || *c.HostMS != 0.13 || e.HostBound || e.HostMS == nil || *e.HostMS != 0.012 {
+		t.Errorf("report.json baselines: %+v", r.Baselines)
+	}
+}

@@ -191,6 +191,13 @@ func printEval(w io.Writer, r evalReport) {
 		t.row(tm.Target, fmt.Sprintf("%.4f", tm.MedianMS), fmt.Sprintf("%.4f", tm.P20MS), fmt.Sprintf("%.4f", tm.P80MS), fmt.Sprintf("%.2f%%", 100*tm.CV), fmt.Sprint(tm.N), sp)
 	}
 	_ = t.flush()
+	for _, tm := range r.Timings {
+		if tm.HostBound() {
+			fmt.Fprintf(w, "host-bound: %s takes %.4f ms of host time per call against a %.4f ms median: "+
+				"the device may wait for the host inside the timed span, so this time includes host overhead and moves with the host's load\n",
+				tm.Target, tm.HostMS, tm.MedianMS)
+		}
+	}
 	if r.FloorMS > 0 {
 		fmt.Fprintf(w, "roofline floor: %.4f ms; the kernel runs at %.1f%% of it\n", r.FloorMS, 100*r.FloorFrac)
 	}
