@@ -297,12 +297,13 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 		warnings = append(warnings, "no @triton.jit function found in the candidate: metrics cover every non-helper kernel of the call")
 	}
 	var rep *Report
+	var launches []Launch
 	var err error
 	metrics := p.cfg.Metrics
 	if a := p.takeAhead(); a != nil {
 		rep, err = p.profileAhead(ctx, a, path)
 		if err == nil {
-			if launches := rep.Select(filter); len(launches) == 0 {
+			if launches = rep.Select(filter); len(launches) == 0 {
 				err = fmt.Errorf("%w: kernels seen: %v, candidate's: %v", ErrNoKernels, kernelNames(rep.Launches), filter.Names)
 			}
 		}
@@ -323,10 +324,9 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 		if err != nil {
 			return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
 		}
-	}
-	launches := rep.Select(filter)
-	if len(launches) == 0 {
-		return roofline.Metrics{}, fmt.Errorf("profile %s: %w: kernels seen: %v, candidate's: %v", c.ID, ErrNoKernels, kernelNames(rep.Launches), filter.Names)
+		if launches = rep.Select(filter); len(launches) == 0 {
+			return roofline.Metrics{}, fmt.Errorf("profile %s: %w: kernels seen: %v, candidate's: %v", c.ID, ErrNoKernels, kernelNames(rep.Launches), filter.Names)
+		}
 	}
 	var missing []string
 	for _, name := range metrics {
