@@ -115,11 +115,13 @@ func writeFacts(b *bytes.Buffer, d Data) {
 }
 
 func writeBaselines(b *bytes.Buffer, d Data) {
+	rows := []struct {
+		name, subject string // in the table, in a sentence
+		s             Stats
+	}{{"PyTorch eager", "PyTorch eager", d.Baselines.Eager}, {"torch.compile", "torch.compile", d.Baselines.Compile},
+		{"input kernel", "the input kernel", d.Baselines.Input}}
 	b.WriteString("## Baselines\n\n| target | median ms | p20 ms | p80 ms | CV | samples |\n|---|--:|--:|--:|--:|--:|\n")
-	for _, t := range []struct {
-		name string
-		s    Stats
-	}{{"PyTorch eager", d.Baselines.Eager}, {"torch.compile", d.Baselines.Compile}, {"input kernel", d.Baselines.Input}} {
+	for _, t := range rows {
 		if t.s.MedianMS <= 0 && t.s.Unavailable != "" {
 			fmt.Fprintf(b, "| %s | n/a: %s | | | | |\n", t.name, cell(t.s.Unavailable))
 			continue
@@ -128,14 +130,11 @@ func writeBaselines(b *bytes.Buffer, d Data) {
 			fmtMS(t.s.P80MS), fmtCV(t.s.CV), fmtCount(t.s.N))
 	}
 	b.WriteString("\n")
-	for _, t := range []struct {
-		name string
-		s    Stats
-	}{{"PyTorch eager", d.Baselines.Eager}, {"torch.compile", d.Baselines.Compile}, {"the input kernel", d.Baselines.Input}} {
+	for _, t := range rows {
 		if t.s.HostBound {
 			fmt.Fprintf(b, "Host-bound: %s took %s ms of host time per call against its %s ms median; the device may wait "+
 				"for the host inside the timed span, so the time includes host overhead and moves with the host's load, "+
-				"and so do the speedups against it.\n\n", t.name, fmtMS(t.s.HostMS), fmtMS(t.s.MedianMS))
+				"and so do the speedups against it.\n\n", t.subject, fmtMS(t.s.HostMS), fmtMS(t.s.MedianMS))
 		}
 	}
 }
