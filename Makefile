@@ -1,15 +1,27 @@
 # kagent build and test entry points.
 #   make build   - the kagent binary in bin/
-#   make test    - every test: Go (with -race) and the Python harness (CPU torch)
+#   make venv    - .venv with the pinned Python stack of requirements.txt (torch, triton)
+#   make test    - every test: Go (with -race) and the Python harness, on the CPU
+#                  (Triton kernels through Triton's interpreter)
 #   make lint    - gofmt and go vet
-PYTHON ?= $(shell command -v /usr/bin/python3 || command -v python3)
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
 GO ?= go
 GOFLAGS_TEST ?= -race -count=1
+# The venv is built only when PYTHON is its interpreter (PYTHON=... uses another).
+PYDEP := $(if $(filter $(VENV)/bin/python,$(PYTHON)),$(VENV)/.installed)
 
-.PHONY: build test test-go test-python lint linux gpu-binaries
+.PHONY: build test test-go test-python lint linux gpu-binaries venv
 
 build:
 	$(GO) build -o bin/kagent ./cmd/kagent
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
 
 # A static linux/amd64 binary, for the GPU machine.
 linux:
@@ -17,11 +29,13 @@ linux:
 
 test: test-go test-python
 
-test-go:
-	KAGENT_PYTHON=$(PYTHON) $(GO) test $(GOFLAGS_TEST) ./...
+# KAGENT_REQUIRE_TRITON makes the tests that run Triton kernels on the CPU fail
+# (not skip) when the interpreter's Python lacks triton.
+test-go: $(PYDEP)
+	KAGENT_PYTHON=$(abspath $(PYTHON)) KAGENT_REQUIRE_TRITON=1 $(GO) test $(GOFLAGS_TEST) ./...
 
-test-python:
-	cd platform/worker/harness && KAGENT_DEVICE=cpu $(PYTHON) -m unittest discover -s tests -t . -v
+test-python: $(PYDEP)
+	cd platform/worker/harness && KAGENT_DEVICE=cpu TRITON_INTERPRET=1 KAGENT_REQUIRE_TRITON=1 $(abspath $(PYTHON)) -m unittest discover -s tests -t . -v
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
