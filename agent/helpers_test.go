@@ -34,6 +34,10 @@ func python(t testing.TB) string {
 	return py
 }
 
+// plainTorch is the cpu platform's setting for this package's kernels, which
+// are written in plain torch operations (the loop is under test, not Triton).
+var plainTorch = map[string]string{cpu.KwargTriton: cpu.TritonOff}
+
 // candidateSource reads a kernel of testdata/candidates.
 func candidateSource(t testing.TB, name string) string {
 	t.Helper()
@@ -103,7 +107,7 @@ func newEnv(t testing.TB, dir string) *env {
 		t.Fatal(err)
 	}
 	e.task = task
-	p, err := cpu.New(platform.Config{Python: py, WarmupMS: 5, RepMS: 30})
+	p, err := cpu.New(platform.Config{Python: py, WarmupMS: 5, RepMS: 30, Kwargs: plainTorch})
 	if err != nil {
 		t.Fatal(err)
 	}

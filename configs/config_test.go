@@ -215,3 +215,25 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+func TestEnvPlatformKwargs(t *testing.T) {
+	cfg := Default()
+	cfg.PlatformKwargs = map[string]string{"ncu_ahead": "false", "triton": "auto"}
+	env := map[string]string{"KAGENT_PLATFORM_KWARGS": " triton=off , rocprof_bin_path=/opt/r=1"}
+	if err := ApplyEnv(&cfg, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"ncu_ahead": "false", "triton": "off", "rocprof_bin_path": "/opt/r=1"}
+	if len(cfg.PlatformKwargs) != len(want) {
+		t.Fatalf("kwargs %v, want %v", cfg.PlatformKwargs, want)
+	}
+	for k, v := range want {
+		if cfg.PlatformKwargs[k] != v {
+			t.Errorf("kwargs[%s] = %q, want %q", k, cfg.PlatformKwargs[k], v)
+		}
+	}
+	env["KAGENT_PLATFORM_KWARGS"] = "triton"
+	if err := ApplyEnv(&cfg, func(k string) string { return env[k] }); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "key=value") {
+		t.Errorf("a pair without '=': %v", err)
+	}
+}

@@ -26,6 +26,8 @@ var Env = []EnvVar{
 	{"KAGENT_NUM_WORKERS", "candidates evaluated at once", intSetter(func(c *Config) *int { return &c.NumWorkers })},
 	{"KAGENT_PROFILE_CANDIDATES", "candidates the profiler runs on: improving (default), all, none", func(c *Config, v string) error { c.ProfileCandidates = v; return nil }},
 	{"KAGENT_PYTHON", "Python interpreter that runs the harness (needs torch; triton on GPUs)", func(c *Config, v string) error { c.Python = v; return nil }},
+	{"KAGENT_PLATFORM_KWARGS", "platform_kwargs entries as key=value pairs, comma-separated (e.g. triton=off); they override the YAML's", kwargsSetter},
+	{"KAGENT_SIZE", "timed shape: a name of the kernel dir's sizes, or key=value overrides of the problem's size constants", func(c *Config, v string) error { c.Size = v; return nil }},
 	{"KAGENT_NCU_BIN", "Nsight Compute binary (ncu_bin_path)", func(c *Config, v string) error { c.NCUBinPath = v; return nil }},
 	{"KAGENT_LLM_PROVIDER", "LLM provider: openai (any OpenAI-compatible server), anthropic, google, bedrock", func(c *Config, v string) error { c.LLM.Provider = v; return nil }},
 	{"KAGENT_LLM_MODEL", "LLM model name", func(c *Config, v string) error { c.LLM.Model = v; return nil }},
@@ -88,6 +90,22 @@ func floatSetter(field func(*Config) *float64) func(*Config, string) error {
 		*field(c) = f
 		return nil
 	}
+}
+
+// kwargsSetter merges "key=value,key=value" into PlatformKwargs.
+func kwargsSetter(c *Config, v string) error {
+	for _, pair := range strings.Split(v, ",") {
+		key, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return fmt.Errorf("want key=value pairs separated by commas, got %q", pair)
+		}
+		if c.PlatformKwargs == nil {
+			c.PlatformKwargs = map[string]string{}
+		}
+		c.PlatformKwargs[key] = strings.TrimSpace(value)
+	}
+	return nil
 }
 
 func durationSetter(field func(*Config) *time.Duration) func(*Config, string) error {

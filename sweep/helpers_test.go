@@ -109,7 +109,8 @@ func newLocal(t testing.TB, srv *llmtest.Server) *Local {
 	t.Helper()
 	py := python(t)
 	cfg := testConfig()
-	p, err := cpu.New(platform.Config{Python: py, WarmupMS: cfg.BenchmarkWarmup, RepMS: cfg.BenchmarkRepeat})
+	p, err := cpu.New(platform.Config{Python: py, WarmupMS: cfg.BenchmarkWarmup, RepMS: cfg.BenchmarkRepeat,
+		Kwargs: map[string]string{cpu.KwargTriton: cpu.TritonOff}}) // plain torch kernels
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func newSetup(t *testing.T, seeds, refine int) *setup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cpu.New(platform.Config{Python: py})
+	p, err := cpu.New(platform.Config{Python: py, Kwargs: map[string]string{cpu.KwargTriton: cpu.TritonOff}}) // plain torch kernels
 	if err != nil {
 		t.Fatal(err)
 	}

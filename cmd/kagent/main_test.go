@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		panic("build kagent: " + err.Error() + "\n" + string(out))
 	}
+	// The kernels of these tests are plain torch (the CLI is under test);
+	// examples_test.go runs real Triton kernels and sets "triton=auto".
+	os.Setenv("KAGENT_PLATFORM_KWARGS", "triton=off")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -38,7 +41,7 @@ func run(t *testing.T, dir string, args ...string) result {
 	cmd.Dir = dir
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KAGENT_") || strings.HasPrefix(kv, "KAGENT_PYTHON=") {
+		if !strings.HasPrefix(kv, "KAGENT_") || strings.HasPrefix(kv, "KAGENT_PYTHON=") || strings.HasPrefix(kv, "KAGENT_PLATFORM_KWARGS=") {
 			env = append(env, kv)
 		}
 	}

@@ -51,6 +51,7 @@ func sweepConfig(t *testing.T, srv *llmtest.Server) string {
 	path := filepath.Join(t.TempDir(), "quick.yaml")
 	y := fmt.Sprintf(`strategy: greedy
 platform: cpu
+platform_kwargs: {triton: "off"} # the test kernels are plain torch
 max_rounds: 1
 refine_attempts: 1
 benchmark_warmup: 5

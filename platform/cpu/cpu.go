@@ -1,12 +1,17 @@
 // Package cpu runs the harness on CPU torch, for machines without a GPU and
-// for CI: Triton kernels run through TRITON_INTERPRET=1 when triton is
-// importable; otherwise candidates are written in plain torch operations.
-// Timings are labelled as not representative of GPU performance.
+// for CI. Triton kernels run through Triton's interpreter (TRITON_INTERPRET=1).
+// platform_kwargs.triton sets whether candidates must be Triton kernels:
+// "auto" (the default) requires them exactly when the worker's Python can
+// import triton, "require" always does (a worker without triton fails every
+// candidate with a message that says so), "off" accepts candidates written
+// in plain torch operations and skips the launch check. Timings are labelled
+// as not representative of GPU performance.
 package cpu
 
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
@@ -21,15 +26,38 @@ func init() {
 	platform.Register(Name, func(cfg platform.Config) (platform.Platform, error) { return New(cfg) })
 }
 
+// KwargTriton is the platform_kwargs key of the Triton policy.
+const KwargTriton = "triton"
+
+// Triton policies (platform_kwargs.triton).
+const (
+	TritonAuto    = "auto"    // required exactly when triton is importable
+	TritonRequire = "require" // always required
+	TritonOff     = "off"     // plain torch candidates; no launch check
+)
+
 // Platform runs kernels on the CPU.
 type Platform struct {
 	cfg platform.Config
 	// Spare keeps a warm replacement worker (default true).
 	Spare bool
+	// Triton is the Triton policy (TritonAuto, TritonRequire, TritonOff).
+	Triton string
 }
 
-// New builds the cpu platform.
-func New(cfg platform.Config) (*Platform, error) { return &Platform{cfg: cfg, Spare: true}, nil }
+// New builds the cpu platform; platform_kwargs.triton must name a policy.
+func New(cfg platform.Config) (*Platform, error) {
+	p := &Platform{cfg: cfg, Spare: true, Triton: TritonAuto}
+	if v, ok := cfg.Kwargs[KwargTriton]; ok {
+		switch v = strings.ToLower(strings.TrimSpace(v)); v {
+		case TritonAuto, TritonRequire, TritonOff:
+			p.Triton = v
+		default:
+			return nil, fmt.Errorf("cpu: platform_kwargs.%s is %q: want %s, %s or %s", KwargTriton, v, TritonAuto, TritonRequire, TritonOff)
+		}
+	}
+	return p, nil
+}
 
 // Name returns "cpu".
 func (p *Platform) Name() string { return Name }
@@ -45,8 +73,9 @@ func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Ses
 	return worker.OpenSession(ctx, task, worker.SessionConfig{
 		Python: p.cfg.Python, Device: "cpu", Spare: p.Spare, Isolate: true,
 		Env:                []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
-		TritonIfImportable: true,
+		TritonIfImportable: p.Triton == TritonAuto,
 		Engine: worker.EngineOptions{
+			RequireTriton: p.Triton == TritonRequire,
 			VerifyTimeout: p.cfg.VerifyTimeout, BenchTimeout: p.cfg.BenchTimeout,
 			WarmupMS: p.cfg.WarmupMS, RepMS: p.cfg.RepMS, Representative: false,
 		},
@@ -65,7 +94,10 @@ func (p *Platform) Analyzer() platform.RooflineAnalyzer {
 
 // Guidance is the platform's advice for prompts.
 func (p *Platform) Guidance() string {
-	return "CPU platform: kernels run through the Triton interpreter (or plain torch operations when Triton is absent); times are not representative of a GPU."
+	if p.Triton == TritonOff {
+		return "CPU platform: kernels may be written in plain torch operations; times are not representative of a GPU."
+	}
+	return "CPU platform: Triton kernels run through Triton's interpreter (TRITON_INTERPRET=1); times are not representative of a GPU."
 }
 
 // Interface guards

@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cpu.New(platform.Config{Python: py, WarmupMS: 2, RepMS: 10})
+	p, err := cpu.New(platform.Config{Python: py, WarmupMS: 2, RepMS: 10, Kwargs: map[string]string{cpu.KwargTriton: cpu.TritonOff}})
 	if err != nil {
 		t.Fatal(err)
 	}

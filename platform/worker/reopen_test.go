@@ -29,7 +29,7 @@ func TestReopenBindsWarmWorkersToAnotherProblem(t *testing.T) {
 	}
 	ctx := context.Background()
 	s, err := OpenSession(ctx, task("add_relu"), SessionConfig{Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
-		Env: []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="}, TritonIfImportable: true,
+		Env:    []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
 		Engine: EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5}})
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ func TestTwoWorkersSpreadCandidates(t *testing.T) {
 	task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py")}
 	open := func(slots int) *Session {
 		cfg := SessionConfig{Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(), SecretSeed: 4242,
-			Env: []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="}, TritonIfImportable: true,
+			Env:    []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
 			Engine: EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5}}
 		for i := 0; i < slots; i++ {
 			cfg.Slots = append(cfg.Slots, []string{"KAGENT_SLOT=" + string(rune('0'+i))})
