@@ -54,6 +54,11 @@ type Config struct {
 	// the synthetic roofline (measured time against the problem's bytes).
 	ProfileCandidates string `yaml:"profile_candidates"`
 	Python            string `yaml:"python"`
+	// Size is the timed shape: a name of the kernel dir's sizes (kagent.yaml)
+	// or key=value overrides of the problem's size constants; "" keeps the
+	// problem's own (the cpu platform then uses the kernel dir's "cpu" size
+	// when it has one).
+	Size string `yaml:"size"`
 
 	BenchmarkWarmup     float64 `yaml:"benchmark_warmup"` // milliseconds of warm-up
 	BenchmarkRepeat     float64 `yaml:"benchmark_repeat"` // milliseconds of measurement

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,6 +143,14 @@ func validateOptions(o Options, shown string) error {
 			errs = append(errs, fmt.Sprintf("shapes[%d] is empty: give module-level constants to override, e.g. {batch_size: 4}", i))
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(o.Sizes)) {
+		if !sizeName.MatchString(name) {
+			errs = append(errs, fmt.Sprintf("sizes: name %q must be letters, digits, '_' or '-' and not contain '='", name))
+		}
+		if len(o.Sizes[name]) == 0 {
+			errs = append(errs, fmt.Sprintf("sizes.%s is empty: give module-level constants to override, e.g. {batch_size: 4}", name))
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s: %s", ErrInvalid, shown, strings.Join(errs, "; "))
 	}
@@ -163,7 +173,7 @@ func yamlMessage(file string, err error) string {
 			rest = strings.TrimSpace(m[strings.Index(m, ":")+1:])
 			if f, ok := strings.CutPrefix(rest, "field "); ok {
 				if name, _, ok := strings.Cut(f, " not found"); ok {
-					rest = fmt.Sprintf("unknown key %q (known: name, dtype, atol, rtol, tf32, allow_inplace, atomics, shapes)", name)
+					rest = fmt.Sprintf("unknown key %q (known: name, dtype, atol, rtol, tf32, allow_inplace, atomics, shapes, sizes)", name)
 				}
 			}
 			out = append(out, fmt.Sprintf("%s:%d: %s", file, line, rest))

@@ -142,3 +142,50 @@ func TestNoPython(t *testing.T) {
 		t.Fatalf("Load with no python = %v", err)
 	}
 }
+
+func TestSelectSize(t *testing.T) {
+	task := &Task{Dir: "/k", Options: Options{Sizes: map[string]map[string]any{"cpu": {"batch_size": 2, "dim": 64}}}}
+	if err := task.SelectSize("cpu"); err != nil || task.Options.SizeName != "cpu" || task.Options.Size["dim"] != 64 {
+		t.Fatalf("SelectSize(cpu) = %v, %+v", err, task.Options)
+	}
+	if got := task.Options.SizeLabel(); got != "cpu (batch_size=2,dim=64)" {
+		t.Errorf("label %q", got)
+	}
+	task.Options.Size["dim"] = 1 // the selection is a copy
+	if task.Options.Sizes["cpu"]["dim"] != 64 {
+		t.Errorf("SelectSize shares its map with kagent.yaml's sizes")
+	}
+	if err := task.SelectSize(" batch_size=3, eps=1e-3 ,name=x,flag=true"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"batch_size": int64(3), "eps": 1e-3, "name": "x", "flag": true}
+	for k, v := range want {
+		if task.Options.Size[k] != v {
+			t.Errorf("size[%s] = %#v, want %#v", k, task.Options.Size[k], v)
+		}
+	}
+	if task.Options.SizeName != "" || task.Options.SizeLabel() != "batch_size=3,eps=0.001,flag=true,name=x" {
+		t.Errorf("explicit pairs: name %q label %q", task.Options.SizeName, task.Options.SizeLabel())
+	}
+	if err := task.SelectSize(""); err != nil || task.Options.Size != nil || task.Options.SizeLabel() != "default" {
+		t.Errorf("empty spec: %v %+v", err, task.Options.Size)
+	}
+	for spec, frag := range map[string]string{
+		"huge":          `size "huge" is not a size of /k (its sizes: cpu)`,
+		"batch_size=":   "key=value pairs",
+		"2x=3":          "key=value pairs",
+		"batch_size=2,": "key=value pairs",
+	} {
+		err := task.SelectSize(spec)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), frag) {
+			t.Errorf("SelectSize(%q) = %v, want %q", spec, err, frag)
+		}
+	}
+}
+
+func TestSizesValidated(t *testing.T) {
+	err := validateOptions(Options{Sizes: map[string]map[string]any{"a=b": {"x": 1}, "empty": {}}}, "kagent.yaml")
+	if err == nil || !strings.Contains(err.Error(), `name "a=b"`) || !strings.Contains(err.Error(), "sizes.empty is empty") {
+		t.Errorf("validateOptions = %v", err)
+	}
+}

@@ -20,6 +20,16 @@ type Options struct {
 	TF32         string           `yaml:"tf32" json:"tf32,omitempty"` // allow | forbid
 	AllowInplace bool             `yaml:"allow_inplace" json:"allow_inplace,omitempty"`
 	Shapes       []map[string]any `yaml:"shapes" json:"shapes,omitempty"`
+	// Sizes are named overrides of the problem's size constants for the
+	// timed shape (the shape every draw, timing and profile uses), chosen
+	// with --size NAME; "cpu" is the cpu platform's default when present.
+	Sizes map[string]map[string]any `yaml:"sizes" json:"sizes,omitempty"`
+	// Size is the override in force for this run (from Sizes or --size
+	// key=value pairs); empty means the problem's own sizes. Not a
+	// kagent.yaml key: SelectSize sets it.
+	Size map[string]any `yaml:"-" json:"size,omitempty"`
+	// SizeName is the name Size came from ("" for explicit pairs or none).
+	SizeName string `yaml:"-" json:"size_name,omitempty"`
 	// Atomics declares that the kernel uses atomics, so two runs may differ
 	// within tolerance instead of bit for bit.
 	Atomics bool `yaml:"atomics" json:"atomics,omitempty"`

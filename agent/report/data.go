@@ -29,6 +29,9 @@ type Data struct {
 	Device string
 	GPU    GPU
 	DType  string // fp32, fp16, bf16
+	// Size is the timed shape ("default", or the overrides of the problem's
+	// size constants that every time was measured at).
+	Size string
 	// TF32 is the policy reference and candidates ran under (allow|forbid).
 	TF32 string
 	// Representative is false when the timings say nothing about GPU

@@ -22,6 +22,7 @@ type jsonReport struct {
 	Platform       string          `json:"platform"`
 	Device         string          `json:"device"`
 	DType          string          `json:"dtype"`
+	Size           string          `json:"size,omitempty"`
 	TF32           string          `json:"tf32"`
 	Representative bool            `json:"representative"`
 	StartedAt      *string         `json:"started_at"`
@@ -204,7 +205,7 @@ func JSON(d Data) ([]byte, error) {
 	}
 	r := jsonReport{
 		Schema: Schema, RunID: d.RunID, Name: d.Name, KernelDir: d.KernelDir, Strategy: d.Strategy,
-		Platform: d.Platform, Device: d.Device, DType: d.DType, TF32: d.TF32,
+		Platform: d.Platform, Device: d.Device, DType: d.DType, Size: d.Size, TF32: d.TF32,
 		Representative: d.Representative,
 		StartedAt:      timestamp(d.StartedAt), FinishedAt: timestamp(d.FinishedAt),
 		GPU: jsonGPU{Name: d.GPU.Name, Units: d.GPU.Units, MemBWGBs: num(d.GPU.MemBWGBs),

@@ -89,6 +89,9 @@ func writeFacts(b *bytes.Buffer, d Data) {
 	row("device", d.Device)
 	row("GPU", orNA(gpuSummary(d.GPU)))
 	row("dtype", d.DType)
+	if d.Size != "" {
+		row("timed size", d.Size)
+	}
 	row("TF32", d.TF32)
 	if d.Work.Bytes > 0 || d.Work.FLOPs > 0 {
 		row("work", fmt.Sprintf("%s moved, %s", fmtBytes(d.Work.Bytes), fmtFLOPs(d.Work.FLOPs)))

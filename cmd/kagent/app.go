@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -65,6 +64,7 @@ func configFlags() []cli.Flag {
 		&cli.StringFlag{Name: "platform", Usage: "cuda, rocm, xpu, cpu or noop (default: auto-detect)"},
 		&cli.StringFlag{Name: "gpu-name", Usage: "GPU name for the specs lookup"},
 		&cli.StringFlag{Name: "python", Usage: "Python interpreter with torch (and triton on GPUs)"},
+		&cli.StringFlag{Name: "size", Usage: "timed shape: a NAME of kagent.yaml's sizes, or KEY=VALUE,... overrides of the problem's size constants"},
 		&cli.IntFlag{Name: "max-rounds", Usage: "maximum optimization rounds"},
 		&cli.IntFlag{Name: "num-workers", Usage: "candidates evaluated at once"},
 		&cli.StringFlag{Name: "llm-model", Usage: "LLM model"},
@@ -87,21 +87,7 @@ func loadConfig(c *cli.Context) (configs.Config, configs.Source, error) {
 	if err != nil {
 		return cfg, src, err
 	}
-	strFlags := map[string]*string{
-		"platform": (*string)(&cfg.Platform), "gpu-name": &cfg.GPUName, "python": &cfg.Python,
-		"llm-model": &cfg.LLM.Model, "llm-provider": &cfg.LLM.Provider, "llm-base-url": &cfg.LLM.BaseURL,
-	}
-	for name, dst := range strFlags {
-		if c.IsSet(name) {
-			*dst = strings.TrimSpace(c.String(name))
-		}
-	}
-	intFlags := map[string]*int{"max-rounds": &cfg.MaxRounds, "num-workers": &cfg.NumWorkers}
-	for name, dst := range intFlags {
-		if c.IsSet(name) {
-			*dst = c.Int(name)
-		}
-	}
+	applyConfigFlags(c, &cfg)
 	cfg.Normalize()
 	if err := cfg.Validate(); err != nil {
 		return cfg, src, fmt.Errorf("%s: %w", src.Path, err)

@@ -33,6 +33,7 @@ type evalReport struct {
 	Kernel         string             `json:"kernel"`
 	Platform       string             `json:"platform"`
 	Device         string             `json:"device"`
+	Size           string             `json:"size"`
 	Verdict        platform.Verdict   `json:"verdict"`
 	Timings        []platform.Timing  `json:"timings"`
 	SpeedupVs      map[string]float64 `json:"speedup_vs,omitempty"`
@@ -52,7 +53,7 @@ func runEval(c *cli.Context) error {
 		return err
 	}
 	defer sess.Close()
-	rep := evalReport{Kernel: cand.Path, Platform: s.platform.Name(), SpeedupVs: map[string]float64{}}
+	rep := evalReport{Kernel: cand.Path, Platform: s.platform.Name(), Size: s.task.Options.SizeLabel(), SpeedupVs: map[string]float64{}}
 	ws, _ := sess.(*worker.Session)
 	if ws != nil {
 		rep.Device = ws.Hello.Device.Name
@@ -150,7 +151,7 @@ func failVerdict(v platform.Verdict, name, reason string) platform.Verdict {
 }
 
 func printEval(w io.Writer, r evalReport) {
-	fmt.Fprintf(w, "kernel:   %s\nplatform: %s %s\n", r.Kernel, r.Platform, r.Device)
+	fmt.Fprintf(w, "kernel:   %s\nplatform: %s %s\nsize:     %s\n", r.Kernel, r.Platform, r.Device, r.Size)
 	status := "PASSED"
 	if !r.Verdict.Passed {
 		status = "FAILED " + r.Verdict.Failure + ": " + r.Verdict.Reason

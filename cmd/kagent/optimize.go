@@ -75,6 +75,12 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 	if cfg.Python == "" {
 		cfg.Python = defaultPython()
 	}
+	if strings.ContainsRune(cfg.Python, filepath.Separator) {
+		// A path such as .venv/bin/python means the one under the current
+		// folder, wherever the harness later runs (not resolved through
+		// links: a venv's python finds its packages by its own path).
+		cfg.Python = absPath(cfg.Python)
+	}
 	if c.String("kernel-dir") == "" {
 		return nil, usageError("--kernel-dir is required: the folder holding problem.py and input.py")
 	}
@@ -88,11 +94,27 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 			return nil, err
 		}
 	}
+	if err := selectSize(task, &cfg, name); err != nil {
+		return nil, err
+	}
 	p, err := platform.Open(name, platformConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
 	return &runSetup{cfg: cfg, src: src, task: task, platform: p}, nil
+}
+
+// selectSize sets the task's timed shape from cfg.Size; on the cpu platform
+// with no size asked for, the kernel dir's "cpu" size when it has one (its
+// own shapes are often GPU-sized). cfg.Size records the choice, so a resumed
+// run times the same shape.
+func selectSize(task *kerneldir.Task, cfg *configs.Config, platformName string) error {
+	if cfg.Size == "" && platformName == "cpu" {
+		if _, ok := task.Options.Sizes[kerneldir.CPUSize]; ok {
+			cfg.Size = kerneldir.CPUSize
+		}
+	}
+	return task.SelectSize(cfg.Size)
 }
 
 // platformConfig extracts what a platform needs from the run configuration.
@@ -343,6 +365,7 @@ func applyConfigFlags(c *cli.Context, cfg *configs.Config) {
 	for name, dst := range map[string]*string{
 		"platform": (*string)(&cfg.Platform), "gpu-name": &cfg.GPUName, "python": &cfg.Python,
 		"llm-model": &cfg.LLM.Model, "llm-provider": &cfg.LLM.Provider, "llm-base-url": &cfg.LLM.BaseURL,
+		"size": &cfg.Size,
 	} {
 		if c.IsSet(name) {
 			*dst = strings.TrimSpace(c.String(name))

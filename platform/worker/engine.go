@@ -14,16 +14,19 @@ import (
 
 // LoadRequest is the load_problem request.
 type LoadRequest struct {
-	ProblemPath  string           `json:"problem_path"`
-	DType        string           `json:"dtype"`
-	Seeds        []int64          `json:"seeds"`
-	Shapes       []map[string]any `json:"shapes"`
-	TF32         string           `json:"tf32"`
-	ATol         *float64         `json:"atol,omitempty"`
-	RTol         *float64         `json:"rtol,omitempty"`
-	AllowInplace bool             `json:"allow_inplace"`
-	Atomics      bool             `json:"atomics"`
-	TestPath     string           `json:"test_path"`
+	ProblemPath string           `json:"problem_path"`
+	DType       string           `json:"dtype"`
+	Seeds       []int64          `json:"seeds"`
+	Shapes      []map[string]any `json:"shapes"`
+	// Size overrides the problem's size constants for the timed shape (the
+	// main draws); nil keeps the problem's own.
+	Size         map[string]any `json:"size,omitempty"`
+	TF32         string         `json:"tf32"`
+	ATol         *float64       `json:"atol,omitempty"`
+	RTol         *float64       `json:"rtol,omitempty"`
+	AllowInplace bool           `json:"allow_inplace"`
+	Atomics      bool           `json:"atomics"`
+	TestPath     string         `json:"test_path"`
 }
 
 // TensorInfo describes one input or output tensor.
@@ -59,6 +62,7 @@ func NewLoadRequest(t *kerneldir.Task, secretSeed int64) LoadRequest {
 		DType:        t.Options.DType,
 		Seeds:        append(append([]int64(nil), PublicSeeds...), secretSeed),
 		Shapes:       t.Options.Shapes,
+		Size:         t.Options.Size,
 		TF32:         tf32,
 		ATol:         t.Options.ATol,
 		RTol:         t.Options.RTol,

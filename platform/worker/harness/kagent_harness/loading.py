@@ -306,6 +306,7 @@ class _Request:
     tf32: str
     shapes: List[Dict[str, Any]]
     test_path: str
+    size: Dict[str, Any]
 
 
 def _parse_request(req: Dict[str, Any]) -> _Request:
@@ -327,7 +328,10 @@ def _parse_request(req: Dict[str, Any]) -> _Request:
     test_path = str(req.get("test_path") or "")
     if test_path and not os.path.isfile(test_path):
         raise RequestError("bad_request", f"test_path {test_path!r} is not a file")
-    return _Request(path, dtype_name, DTYPES[dtype_name], seeds, tf32, [dict(s) for s in shapes], test_path)
+    size = req.get("size") or {}
+    if not isinstance(size, dict):
+        raise RequestError("bad_request", "size must be an object")
+    return _Request(path, dtype_name, DTYPES[dtype_name], seeds, tf32, [dict(s) for s in shapes], test_path, dict(size))
 
 
 def _new_problem(
@@ -363,7 +367,8 @@ def load_problem(
     r = _parse_request(req)
     module = _import_and_prepare(r, device)
     init_seed = r.seeds[0]
-    main = _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds, {})
+    # The timed shape: the problem's own sizes, or the request's size override.
+    main = _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds, r.size)
     flops, flops_note = _count_flops(r.path, main, device, r.dtype_name, r.tf32, flop_counter)
     extra = [
         _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds[-1:], override) for override in r.shapes
@@ -393,8 +398,8 @@ def load_for_profile(req: Dict[str, Any], device: Device, problem_id: str) -> Tu
     every draw and its reference."""
     r = _parse_request(req)
     module = _import_and_prepare(r, device)
-    override = r.shapes[0] if r.shapes else {}
-    # The first draw of the default shapes; the (secret-seeded) draw of a
+    override = r.shapes[0] if r.shapes else r.size
+    # The first draw of the timed shape; the (secret-seeded) draw of a
     # held-out shape set, which has only that one.
     seeds = r.seeds[-1:] if r.shapes else r.seeds[:1]
     shape_set = _build_shape_set(module, r.path, device, r.dtype, r.seeds[0], seeds, override, reference=False)
@@ -430,7 +435,7 @@ def fresh_inputs(problem: Problem) -> List[Any]:
     afterwards, so the seed cannot be read back."""
     seed_all(secret_seed())
     try:
-        with problem.device.default_device():
+        with _overridden(problem.module, problem.main.override, problem.path), problem.device.default_device():
             raw = problem.module.get_inputs()
     except BaseException as exc:  # noqa: BLE001 - user code
         raise _problem_error(problem.path, "get_inputs raised", exc) from None

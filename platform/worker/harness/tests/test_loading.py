@@ -7,7 +7,7 @@ import unittest
 import torch
 
 from kagent_harness.failures import RequestError
-from kagent_harness.loading import load_for_profile, load_problem, references_intact
+from kagent_harness.loading import fresh_inputs, load_for_profile, load_problem, references_intact
 from tests.helpers import ADD_RELU, SEEDS, TempFilesCase
 
 
@@ -75,6 +75,24 @@ class LoadingTest(TempFilesCase):
         self.assertEqual(p.module.N, 16)
         self.assertEqual(list(p.draws[0].inputs[0].shape), [16, 8])
         self.assertEqual(p.summary()["shapes"], ["{N: 5}", "{N: 3, D: 2}"])
+
+    def test_size_sets_the_timed_shape(self) -> None:
+        p = self.problem(size={"N": 4, "D": 3}, shapes=[{"N": 5}])
+        self.assertEqual([list(d.inputs[0].shape) for d in p.draws], [[4, 3]] * len(SEEDS))
+        self.assertEqual(list(p.draws[0].ref.shape), [4, 3])
+        # Held-out shapes override the problem's own sizes, not the timed ones.
+        self.assertEqual(list(p.extra[0].draws[0].inputs[0].shape), [5, 8])
+        self.assertEqual((p.module.N, p.module.D), (16, 8))
+        fresh = fresh_inputs(p)
+        self.assertEqual(list(fresh[0].shape), [4, 3])
+        self.assertEqual((p.module.N, p.module.D), (16, 8))
+        _, shape_set = load_for_profile({"problem_path": p.path, "seeds": SEEDS, "size": {"N": 4, "D": 3}}, self.device, "prof")
+        self.assertEqual(list(shape_set.draws[0].inputs[0].shape), [4, 3])
+
+    def test_size_names_a_constant(self) -> None:
+        with self.assertRaises(RequestError) as ctx:
+            self.problem(size={"batch": 4})
+        self.assertIn("'batch' is not a module-level name", ctx.exception.message)
 
     def test_dtype_cast_floats_only(self) -> None:
         src = """
