@@ -25,13 +25,19 @@ var llmKeyVars = []string{
 
 // pythonProbe is kagent_harness/probe.py's report.
 type pythonProbe struct {
-	Python     string   `json:"python"`
-	Executable string   `json:"executable"`
-	Torch      *string  `json:"torch"`
-	Triton     *string  `json:"triton"`
-	Backend    *string  `json:"backend"`
-	Errors     []string `json:"errors"`
-	Devices    []struct {
+	Python     string  `json:"python"`
+	Executable string  `json:"executable"`
+	Torch      *string `json:"torch"`
+	Triton     *string `json:"triton"`
+	Backend    *string `json:"backend"`
+	// Interpreter is a small Triton kernel run on CPU tensors through
+	// TRITON_INTERPRET=1 (nil when torch or triton is missing).
+	Interpreter *struct {
+		OK     bool   `json:"ok"`
+		Detail string `json:"detail"`
+	} `json:"interpreter"`
+	Errors  []string `json:"errors"`
+	Devices []struct {
 		Index       int    `json:"index"`
 		Name        string `json:"name"`
 		TotalMemory int64  `json:"total_memory"`
@@ -72,7 +78,8 @@ func doctorCommand() *cli.Command {
 					if probe.Torch != nil {
 						t.row("torch backend", status(probe.Backend != nil), strings.TrimSpace(strings.Trim(backend, " ()")+" "+onlyIf(probe.Backend == nil, "CPU-only build")))
 					}
-					t.row("triton", status(probe.Triton != nil), orText(probe.Triton, "not importable: GPU platforms need it; the cpu platform runs without it"))
+					t.row("triton", status(probe.Triton != nil), orText(probe.Triton, "not importable: every platform that runs Triton kernels needs it (pip install -r requirements.txt)"))
+					t.row(cpuPlatformRow(probe))
 					if len(probe.Devices) == 0 {
 						t.row("gpus (torch)", "none", "torch sees no GPU")
 					}
@@ -113,6 +120,24 @@ func doctorCommand() *cli.Command {
 			return t.flush()
 		},
 	}
+}
+
+// cpuPlatformRow says whether the cpu platform can run Triton kernels here.
+func cpuPlatformRow(p pythonProbe) (string, string, string) {
+	const name = "cpu platform"
+	switch {
+	case p.Torch == nil:
+		return name, "missing", "needs torch"
+	case p.Triton == nil:
+		return name, "limited", "without triton it runs only kernels written in plain torch (platform_kwargs.triton=off); Triton kernels need triton (its interpreter runs them on the CPU)"
+	case p.Interpreter == nil || !p.Interpreter.OK:
+		detail := "not checked"
+		if p.Interpreter != nil {
+			detail = p.Interpreter.Detail
+		}
+		return name, "error", "Triton's interpreter failed a small kernel on the CPU: " + detail + " (triton 3.6 needs numpy < 2.4)"
+	}
+	return name, "ok", "Triton kernels run on CPU tensors through Triton's interpreter (TRITON_INTERPRET=1); times are not representative of a GPU"
 }
 
 func defaultPython() string {
