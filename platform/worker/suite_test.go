@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,7 +25,12 @@ type suiteEntry struct {
 	Platform  string            `json:"platform"`
 	Options   kerneldir.Options `json:"options"`
 	Expect    string            `json:"expect"`
-	Note      string            `json:"note,omitempty"`
+	// Interpreter is a cuda case's expectation when its Triton kernel runs
+	// on the CPU through Triton's interpreter, where it differs from Expect
+	// ("skip": the case means nothing there, e.g. a CUDA error).
+	Interpreter     string `json:"interpreter,omitempty"`
+	InterpreterNote string `json:"interpreter_note,omitempty"`
+	Note            string `json:"note,omitempty"`
 }
 
 func loadSuite(t *testing.T) []suiteEntry {
@@ -53,6 +59,31 @@ func suitePlatform() string {
 // suites: each cheat must be rejected by the named check, each fault must be
 // survived, and the next candidate must then be evaluated normally.
 func TestSuite(t *testing.T) {
+	runSuite(t, suitePlatform())
+}
+
+// TestSuiteInterpreter runs the cuda suite's real Triton kernels on the CPU
+// through Triton's interpreter (the cpu platform with Triton required), each
+// with its interpreter expectation where it has one.
+func TestSuiteInterpreter(t *testing.T) {
+	if suitePlatform() == "cuda" {
+		t.Skip("the GPU machine runs the cuda suite itself")
+	}
+	if py := os.Getenv("KAGENT_PYTHON"); py != "" && !testing.Short() {
+		if err := exec.Command(py, "-c", "import triton").Run(); err != nil {
+			if os.Getenv("KAGENT_REQUIRE_TRITON") == "1" {
+				t.Fatalf("%s cannot import triton (KAGENT_REQUIRE_TRITON=1): %v", py, err)
+			}
+			t.Skipf("%s cannot import triton", py)
+		}
+	}
+	runSuite(t, "interpreter")
+}
+
+// runSuite runs the suite's entries of one platform: cpu (plain torch
+// candidates, Triton not required), cuda (the GPU) or interpreter (the cuda
+// entries on the CPU through Triton's interpreter).
+func runSuite(t *testing.T, plat string) {
 	if testing.Short() {
 		t.Skip("suite runs the real harness")
 	}
@@ -60,7 +91,6 @@ func TestSuite(t *testing.T) {
 	if py == "" {
 		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
 	}
-	plat := suitePlatform()
 	entries := loadSuite(t)
 	type group struct {
 		key     string
@@ -69,7 +99,15 @@ func TestSuite(t *testing.T) {
 	groups := map[string]*group{}
 	var keys []string
 	for _, e := range entries {
-		if e.Platform != plat {
+		switch {
+		case plat == "interpreter" && e.Platform == "cuda":
+			if e.Interpreter == "skip" {
+				continue
+			}
+			if e.Interpreter != "" {
+				e.Expect = e.Interpreter
+			}
+		case e.Platform != plat:
 			continue
 		}
 		ob, _ := json.Marshal(e.Options)
@@ -105,12 +143,18 @@ func TestSuite(t *testing.T) {
 		} else {
 			env = []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="}
 		}
+		triton := plat != "cpu" // the cpu suite's candidates are plain torch
+		// The cpu suite's fault_infinite_loop needs the verify timeout short;
+		// under the interpreter (whose hang case is skipped) it is a hang guard.
+		verifyTimeout := 20 * time.Second
+		if plat == "interpreter" {
+			verifyTimeout = 3 * time.Minute
+		}
 		sess, err := OpenSession(context.Background(), task, SessionConfig{
 			Python: py, Device: device, Spare: true, Isolate: true, CacheDir: cache, Env: env,
-			TritonIfImportable: plat != "cuda",
 			Engine: EngineOptions{
-				VerifyTimeout: 20 * time.Second, BenchTimeout: 120 * time.Second, LoadTimeout: 5 * time.Minute,
-				RequireTriton: plat == "cuda", Representative: plat == "cuda", WarmupMS: 5, RepMS: 20,
+				VerifyTimeout: verifyTimeout, BenchTimeout: 3 * time.Minute, LoadTimeout: 5 * time.Minute,
+				RequireTriton: triton, Representative: plat == "cuda", WarmupMS: 5, RepMS: 20,
 			},
 		})
 		if err != nil {
