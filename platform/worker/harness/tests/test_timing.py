@@ -8,7 +8,7 @@ import torch
 
 from kagent_harness import timing
 from kagent_harness.timing import UNSEEN_DRAWS, BenchParams, Target, bench, compare
-from tests.helpers import TempFilesCase
+from tests.helpers import TORCH2, TempFilesCase
 
 FAST = BenchParams(warmup_ms=1, rep_ms=5, min_reps=5, max_reps=200)
 
@@ -197,6 +197,7 @@ class BenchTest(TempFilesCase):
         try:
             target = timing.make_target(self.problem, "compile", None, self.guard)
         except timing.Unavailable as exc:
+            self.assertFalse(TORCH2, f"torch {torch.__version__} has torch.compile, yet: {exc}")
             self.assertIn("torch.compile", str(exc))
             return
         s = bench(self.problem, target, FAST, self.guard)
