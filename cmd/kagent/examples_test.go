@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tritonKernelDir copies an example into a fresh folder (runs write into
+// the kernel dir) and sets the cpu platform to require Triton kernels. It
+// skips without a Python that has torch and triton, unless
+// KAGENT_REQUIRE_TRITON=1 (make test, CI) makes that a failure.
+func tritonKernelDir(t *testing.T, example string) string {
+	t.Helper()
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" || testing.Short() {
+		t.Skip("KAGENT_PYTHON (a Python with torch and triton) is not set")
+	}
+	if err := exec.Command(py, "-c", "import triton").Run(); err != nil {
+		if os.Getenv("KAGENT_REQUIRE_TRITON") == "1" {
+			t.Fatalf("%s cannot import triton (KAGENT_REQUIRE_TRITON=1): %v", py, err)
+		}
+		t.Skipf("%s cannot import triton", py)
+	}
+	t.Setenv("KAGENT_PLATFORM_KWARGS", "triton=require")
+	src := filepath.Join(repoRoot(t), "examples", example)
+	dir := filepath.Join(t.TempDir(), example)
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestQuickStartOnCPU runs the README's quick start through the binary: the
+// rmsnorm example on the cpu platform (its "cpu" size, real Triton kernels
+// through the interpreter) with its recorded LLM transcript ends with a
+// verified improvement, an accepted best kernel, a report and plots.
+func TestQuickStartOnCPU(t *testing.T) {
+	dir := tritonKernelDir(t, "rmsnorm")
+	out := filepath.Join(t.TempDir(), "run")
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu",
+		"--llm-replay", "transcript", "--llm-replay-match", "purpose", "--max-rounds", "2", "--out", out)
+	if r.code != ExitOK {
+		t.Fatalf("optimize: exit %d, want %d (a verified improvement)\n%s\n%s", r.code, ExitOK, r.stdout, r.stderr)
+	}
+	for _, w := range []string{"acceptance gate: passed", "x input", "report: "} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("output lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	for _, f := range []string{"report.md", "report.json", "roofline.svg", "time_per_round.svg", "best_kernel.py"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("run dir lacks %s: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Platform string `json:"platform"`
+		Size     string `json:"size"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Platform != "cpu" || !strings.HasPrefix(rep.Size, "cpu (") {
+		t.Errorf("report.json: platform %q size %q, want cpu and the cpu size", rep.Platform, rep.Size)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if !strings.Contains(string(md), "timed size") {
+		t.Errorf("report.md does not state the timed size")
+	}
+	best, _ := os.ReadFile(filepath.Join(out, "best_kernel.py"))
+	if !strings.Contains(string(best), "@triton.jit") || !strings.Contains(string(best), "_rmsnorm_one_pass") {
+		t.Errorf("best kernel is not the transcript's single-pass Triton kernel:\n%s", best)
+	}
+}
+
+// TestEvalExampleOnCPU: kagent eval verifies and times an example's Triton
+// kernel on the cpu platform, stating the size it timed.
+func TestEvalExampleOnCPU(t *testing.T) {
+	dir := tritonKernelDir(t, "swiglu")
+	r := run(t, dir, "eval", "--kernel-dir", ".", "--platform", "cpu")
+	if r.code != ExitOK {
+		t.Fatalf("eval: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range []string{"verify:   PASSED", "triton_launch ok", "size:     cpu (", "eager", "compile", "not representative"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("eval output lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	// An unknown size is a usage error naming the sizes there are.
+	r = run(t, dir, "eval", "--kernel-dir", ".", "--platform", "cpu", "--size", "huge")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, `size "huge"`) || !strings.Contains(r.stderr, "cpu") {
+		t.Errorf("--size huge: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestTuneExampleOnCPU: --strategy tune (no LLM) finds a faster launch
+// configuration of the matvec example's Triton kernel on the cpu platform.
+func TestTuneExampleOnCPU(t *testing.T) {
+	dir := tritonKernelDir(t, "matvec")
+	out := filepath.Join(t.TempDir(), "run")
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "tune", "--max-rounds", "1", "--out", out)
+	if r.code != ExitOK {
+		t.Fatalf("tune: exit %d, want %d\n%s\n%s", r.code, ExitOK, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "acceptance gate: passed") {
+		t.Errorf("output lacks the acceptance gate:\n%s", r.stdout)
+	}
+}
+
+// TestDoctorCPUPlatform: doctor says whether the cpu platform can run Triton
+// kernels: ok with a working interpreter, an error naming the failure when
+// triton is importable but its interpreter cannot run a kernel.
+func TestDoctorCPUPlatform(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	tritonKernelDir(t, "swiglu") // skips or fails without triton
+	r := run(t, t.TempDir(), "doctor", "--python", py)
+	if !strings.Contains(r.stdout, "cpu platform") || !strings.Contains(r.stdout, "Triton kernels run on CPU tensors") {
+		t.Errorf("doctor with triton:\n%s", r.stdout)
+	}
+	// A triton that imports but cannot run a kernel (a stand-in package).
+	fake := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(fake, "triton"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fake, "triton", "__init__.py"), []byte("__version__ = '0.0-broken'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", fake)
+	r = run(t, t.TempDir(), "doctor", "--python", py)
+	var line string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "cpu platform") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "error") || !strings.Contains(line, "interpreter failed") || !strings.Contains(line, "triton.language") {
+		t.Errorf("doctor with a broken triton: %q\n%s", line, r.stdout)
+	}
+}
