@@ -18,6 +18,11 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import torch
 
 perf_counter: Callable[[], float] = time.perf_counter
+# The cpu device's clock: CPU time of the worker process. A call is timed by
+# the work it did, not by the wall clock, so other processes on the machine
+# (a busy CI runner) do not move its time; the worker runs torch on one
+# thread (see Device), so CPU time is the call's own time.
+process_time: Callable[[], float] = time.process_time
 
 _HAS_CUDA_API = hasattr(torch, "cuda")
 _cuda_sync: Optional[Callable[..., None]] = torch.cuda.synchronize if _HAS_CUDA_API else None
@@ -49,6 +54,9 @@ class Device:
             self.torch_device = torch.device("xpu", _XPU.current_device())
         else:
             self.torch_device = torch.device("cpu")
+            # One intra-op thread: no thread spins waiting for a preempted
+            # sibling, so process_time counts the call's work once.
+            torch.set_num_threads(1)
 
     @property
     def is_cuda(self) -> bool:
@@ -158,7 +166,7 @@ class Device:
         elif self.type == "xpu":
             _xev_record(ev)
         else:
-            ev.t = perf_counter()
+            ev.t = process_time()
 
     def elapsed_ms(self, start: Any, end: Any) -> float:
         """Milliseconds between two recorded events (after synchronize on a GPU)."""

@@ -108,7 +108,8 @@ class Guard:
                          "current_stream", "empty_cache", "mem_get_info", "memory_reserved",
                          "memory_allocated", "memory_snapshot", "is_available", "get_device_properties", "_sleep"):
                 add(f"torch.cuda.{name}", _attr(torch.cuda, name))
-        for name in ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns", "sleep"):
+        for name in ("perf_counter", "perf_counter_ns", "process_time", "process_time_ns", "time", "time_ns",
+                     "monotonic", "monotonic_ns", "sleep"):
             add(f"time.{name}", _attr(time, name))
         add("json.dumps", _attr(json, "dumps"))
         add("json.loads", _attr(json, "loads"))

@@ -32,7 +32,9 @@ The host time of each timed call (start event to end event, no synchronize)
 is reported as ``host_median_ms``: where it is not well below the device time,
 the device may wait for the host inside the measured span.
 
-On CPU the clock is time.perf_counter and timings are labelled not representative.
+On CPU the clock is the worker's CPU time (time.process_time, torch on one
+thread): the machine's load does not move it. CPU timings are labelled not
+representative.
 """
 
 from __future__ import annotations
@@ -490,7 +492,7 @@ class _Timer:
         if self.dev.is_gpu:
             flush = self.flush.numel() * 4 / (1 << 20) if self.flush is not None else 0
             return f"{self.dev.type} events around each call, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
-        return f"time.perf_counter around each call (cpu: not representative), {sets}, {warm}"
+        return f"process CPU time (time.process_time) around each call, torch on one thread (cpu: not representative), {sets}, {warm}"
 
 
 class _Skip(Exception):
