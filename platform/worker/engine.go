@@ -320,6 +320,9 @@ type benchRequest struct {
 	FlushBytes    int64   `json:"flush_bytes"`
 	Rotate        bool    `json:"rotate"`
 	Recheck       bool    `json:"recheck"`
+	// RequireTriton is the session's Triton policy for a kernel target that
+	// the worker has not loaded yet (a resumed run, another worker).
+	RequireTriton bool `json:"require_triton"`
 }
 
 type benchStats struct {
@@ -380,6 +383,7 @@ func (e *Engine) benchRequest(pid string, t platform.Target) benchRequest {
 		ProblemID: pid, Target: string(t.Kind), CandidatePath: t.Candidate.Path,
 		WarmupMS: e.opts.WarmupMS, RepMS: e.opts.RepMS, MinReps: 10, MaxReps: 10000,
 		FlushBytes: e.opts.FlushBytes, Rotate: true, Recheck: t.Kind == platform.TargetKernel,
+		RequireTriton: e.opts.RequireTriton,
 	}
 }
 
