@@ -7,7 +7,7 @@
 VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 GO ?= go
-GOFLAGS_TEST ?= -race -count=1
+GOFLAGS_TEST ?= -race -count=1 -timeout 30m
 # The venv is built only when PYTHON is its interpreter (PYTHON=... uses another).
 PYDEP := $(if $(filter $(VENV)/bin/python,$(PYTHON)),$(VENV)/.installed)
 

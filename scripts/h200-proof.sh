@@ -3,7 +3,7 @@
 # Expects prebuilt linux/amd64 binaries in bin/ (make gpu-binaries):
 #   bin/kagent, bin/enginebench, bin/worker.test
 # Usage: OUT=/tmp/out [BUDGET=seconds] scripts/h200-proof.sh [steps...]
-#   steps: doctor suite eval bench profile greedy beam tune[:EXAMPLE,...] sweep
+#   steps: doctor suite eval size bench profile greedy beam tune[:EXAMPLE,...] sweep
 #   (SUITE_LIMIT, SUITE_RUN: the suite's time limit and -test.run pattern; TUNE_ROUNDS, TUNE_LIMIT: tune's --max-rounds and per-example time limit;
 #   SWEEP_ARGS: more sweep flags, e.g. --config FILE with platform_kwargs: {ncu_ahead: "false"})
 # Everything but steps.log ends in $OUT/kagent-proof.tgz.
@@ -52,6 +52,17 @@ for step in $steps; do
     # The transcript's single-pass kernel (round 1 of the replayed greedy run).
     sed -e 's/{{BLOCK}}/256/' -e 's/{{WARPS}}/8/' examples/rmsnorm/transcript-src/single_pass.py > /tmp/single_pass.py
     timeout 300 bin/kagent eval --kernel-dir examples/rmsnorm --kernel /tmp/single_pass.py --platform cuda --python "$PY" 2>>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm-single-pass.txt"
+    ;;
+  size)
+    # --size on the GPU: each example's cpu size, and explicit pairs.
+    for ex in $examples; do
+      log "eval $ex --size cpu"
+      timeout 200 bin/kagent eval --kernel-dir "examples/$ex" --platform cuda --size cpu --python "$PY" 2>>"$OUT/eval-size.stderr" | tee -a "$OUT/eval-size.txt"
+      echo "eval-size $ex exit ${PIPESTATUS[0]}" | tee -a "$OUT/steps.log"
+    done
+    log "eval rmsnorm --size batch_size=4"
+    timeout 200 bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --size batch_size=4 --python "$PY" 2>>"$OUT/eval-size.stderr" | tee -a "$OUT/eval-size.txt"
+    echo "eval-size pairs exit ${PIPESTATUS[0]}" | tee -a "$OUT/steps.log"
     ;;
   bench)
     log "engine benchmark"
