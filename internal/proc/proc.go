@@ -42,6 +42,10 @@ type Command struct {
 	// TailBytes is how much of the output Result.Output keeps
 	// (0 = DefaultTailBytes).
 	TailBytes int
+	// After starts the Timeout's timer (nil = time.After). Tests pass a
+	// fake clock's, so that the timeout passes when they say, however
+	// loaded the machine is.
+	After func(time.Duration) <-chan time.Time
 }
 
 // Result is how a run ended.
@@ -64,11 +68,24 @@ type Result struct {
 // The error is ctx.Err() when the caller's context ended a failed run;
 // every other outcome, a timeout included, is in the Result.
 func Run(ctx context.Context, c Command) (Result, error) {
-	runCtx := ctx
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if c.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, c.Timeout)
-		defer cancel()
+		// The timer starts before the program does: a test that waits
+		// for the program's ready signal then advances its fake clock
+		// finds the timer set.
+		after := c.After
+		if after == nil {
+			after = time.After
+		}
+		expired := after(c.Timeout)
+		go func() {
+			select {
+			case <-expired:
+				cancel()
+			case <-runCtx.Done():
+			}
+		}()
 	}
 	grace := c.KillGrace
 	if grace <= 0 {

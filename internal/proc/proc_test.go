@@ -3,9 +3,9 @@ package proc
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,57 +48,88 @@ func TestRunExit(t *testing.T) {
 	}
 }
 
+// runAsync starts Run and returns a channel closed when it has returned,
+// with its results.
+func runAsync(ctx context.Context, c Command) (done <-chan struct{}, res *Result, err *error) {
+	ch := make(chan struct{})
+	res, err = new(Result), new(error)
+	go func() {
+		defer close(ch)
+		*res, *err = Run(ctx, c)
+	}()
+	return ch, res, err
+}
+
 // TestRunTimeoutKillsGroup: the program leaves a child that holds the
-// output pipe; the timeout kills both, and Run does not wait on the pipe.
+// output pipe; the timeout, passed once both run, kills both, and Run does
+// not wait on the pipe (the child would hold it for an hour).
 func TestRunTimeoutKillsGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	c := sh(`sleep 300 & echo $! > "$PIDFILE"; echo started; wait`)
+	clock := proctest.NewClock()
+	c := sh(`echo started; sleep 3600 & echo $! > "$PIDFILE"; wait`)
 	c.Env = []string{"PIDFILE=" + pidFile}
-	c.Timeout = 300 * time.Millisecond
-	start := time.Now()
-	res, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
+	c.Timeout, c.After = 300*time.Millisecond, clock.After
+	done, res, err := runAsync(context.Background(), c)
+	proctest.WaitLine(t, pidFile)
+	clock.Advance(c.Timeout)
+	proctest.Await(t, done, "Run still waits after the timeout")
+	if *err != nil {
+		t.Fatal(*err)
 	}
 	if !res.TimedOut || res.ExitCode != -1 || res.Err == nil || res.Output != "started\n" {
-		t.Errorf("Run = %+v; want a timed-out kill with the output", res)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Run took %s", d)
+		t.Errorf("Run = %+v; want a timed-out kill with the output", *res)
 	}
 	proctest.WaitGone(t, proctest.ReadPID(t, pidFile))
 }
 
+// TestRunIgnoringSIGTERMGetsSIGKILL: a program that ignores SIGTERM (its
+// trap set before the timeout passes) is killed with SIGKILL.
 func TestRunIgnoringSIGTERMGetsSIGKILL(t *testing.T) {
-	c := sh(`trap "" TERM; echo ready; while :; do sleep 0.05; done`)
-	c.Timeout = 200 * time.Millisecond
-	res, err := Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	clock := proctest.NewClock()
+	c := sh(`trap "" TERM; echo ready > ready; while :; do sleep 0.05; done`)
+	c.Dir, c.Timeout, c.After = dir, 200*time.Millisecond, clock.After
+	done, res, err := runAsync(context.Background(), c)
+	proctest.WaitLine(t, filepath.Join(dir, "ready"))
+	clock.Advance(c.Timeout)
+	proctest.Await(t, done, "Run still waits after the timeout")
+	if *err != nil {
+		t.Fatal(*err)
 	}
-	if !res.TimedOut || res.ExitCode != -1 {
-		t.Errorf("Run = %+v; want a timed-out kill", res)
+	var ee *exec.ExitError
+	if !res.TimedOut || res.ExitCode != -1 || !errors.As(res.Err, &ee) {
+		t.Fatalf("Run = %+v; want a timed-out kill", *res)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the program ended with %v, want SIGKILL", ee)
 	}
 }
 
+// TestRunCallerCancel: the caller's cancellation, once the program runs,
+// ends it with ctx's error; it is not a timeout (whose clock never moves).
 func TestRunCallerCancel(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		// Cancel once the program has started.
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	c := sh("touch started; sleep 300")
-	c.Dir, c.Timeout = dir, time.Minute
-	res, err := Run(ctx, c)
-	if !errors.Is(err, context.Canceled) || res.TimedOut {
-		t.Fatalf("Run = %+v, %v; want context.Canceled", res, err)
+	c := sh("echo started > started; sleep 3600")
+	c.Dir, c.Timeout, c.After = dir, time.Minute, proctest.NewClock().After
+	done, res, err := runAsync(ctx, c)
+	proctest.WaitLine(t, filepath.Join(dir, "started"))
+	cancel()
+	proctest.Await(t, done, "Run still waits after the cancellation")
+	if !errors.Is(*err, context.Canceled) || res.TimedOut {
+		t.Fatalf("Run = %+v, %v; want context.Canceled", *res, *err)
+	}
+}
+
+// TestRunTimeoutUsesTheRealClock: without After, Timeout is wall-clock
+// time (the program would run for an hour).
+func TestRunTimeoutUsesTheRealClock(t *testing.T) {
+	c := sh("sleep 3600")
+	c.Timeout = 10 * time.Millisecond
+	done, res, err := runAsync(context.Background(), c)
+	proctest.Await(t, done, "Run ignored its timeout")
+	if *err != nil || !res.TimedOut {
+		t.Errorf("Run = %+v, %v; want a timeout", *res, *err)
 	}
 }

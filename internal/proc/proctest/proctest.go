@@ -1,6 +1,9 @@
 // Package proctest checks, in tests, that supervised processes are gone. It
 // reads /proc (Linux); a zombie waiting for its parent (or for init) to reap
-// it counts as gone.
+// it counts as gone. It also has what such tests synchronise with: a
+// program's ready file (WaitLine), a fake clock for timeouts (Clock), and
+// the bound of a wait (Patience), which guards against a hang and is never
+// what a test asserts.
 package proctest
 
 import (
@@ -51,22 +54,91 @@ func ReadPID(t testing.TB, path string) int {
 	if err != nil {
 		t.Fatalf("child pid not recorded: %v", err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		t.Fatalf("child pid: %q is not a pid", data)
+	}
 	return pid
 }
 
-// WaitGone waits for pid to be gone (signals are asynchronous, so it allows
-// a few seconds) and fails the test, killing pid, if it is not.
+// WaitGone waits for pid to be gone (signals are asynchronous, and a
+// killed process needs the CPU to die) and fails the test, killing pid, if
+// it is still there after Patience.
 func WaitGone(t testing.TB, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(Patience(t))
 	for !Gone(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("child %d survived the group kill", pid)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pollInterval)
 	}
+}
+
+// pollInterval is how often the waits here look again.
+const pollInterval = 10 * time.Millisecond
+
+// Patience bounds a wait for something that will happen unless the code
+// under test is broken (a program's ready signal, a process's exit): the
+// time left before the test binary's deadline (go test -timeout), less a
+// margin for the test's cleanup, so that a hung test fails with its own
+// message instead of the binary's panic; 10 minutes when the test has no
+// deadline. On a loaded machine a program that imports torch may take
+// minutes to start: a wait is a guard against a hang, never a timing
+// assertion.
+func Patience(t testing.TB) time.Duration {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return 10 * time.Minute
+	}
+	dl, ok := d.Deadline()
+	if !ok {
+		return 10 * time.Minute
+	}
+	left := time.Until(dl)
+	return max(left-min(left/10, 30*time.Second), time.Second)
+}
+
+// Wait polls cond until it holds and fails the test, saying stuck, when it
+// does not within Patience.
+func Wait(t testing.TB, stuck string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Patience(t))
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(stuck)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// Await waits for done to be closed and fails the test, saying stuck, when
+// it is not within Patience.
+func Await(t testing.TB, done <-chan struct{}, stuck string) {
+	t.Helper()
+	timer := time.NewTimer(Patience(t))
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatal(stuck)
+	}
+}
+
+// WaitLine waits until the file at path holds a whole line -- a test
+// program's ready signal, such as its pid, written when it has started --
+// and returns that first line without its newline.
+func WaitLine(t testing.TB, path string) string {
+	t.Helper()
+	var line string
+	Wait(t, "no line in "+path+": the program never signalled that it is ready", func() bool {
+		b, err := os.ReadFile(path)
+		first, _, ok := strings.Cut(string(b), "\n")
+		line = first
+		return err == nil && ok
+	})
+	return line
 }
 
 // LiveInGroup lists the pids of non-zombie processes in group pgid; the

@@ -3,9 +3,11 @@ package proctest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestThisProcess(t *testing.T) {
@@ -36,4 +38,49 @@ func TestExitedProcess(t *testing.T) {
 		t.Errorf("pid %d: Gone %v, State %q", pid, Gone(pid), State(pid))
 	}
 	WaitGone(t, pid)
+}
+
+func TestClock(t *testing.T) {
+	c := NewClock()
+	a, b := c.After(time.Second), c.After(3*time.Second)
+	fired := func(ch <-chan time.Time) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	if !fired(c.After(0)) || c.Pending() != 2 {
+		t.Fatalf("After(0) must fire at once; %d pending, want 2", c.Pending())
+	}
+	c.Advance(999 * time.Millisecond)
+	if fired(a) || fired(b) {
+		t.Fatal("a timer fired early")
+	}
+	c.Advance(time.Millisecond)
+	if !fired(a) || fired(b) || c.Pending() != 1 {
+		t.Fatalf("after 1s: want only the 1s timer fired, %d pending", c.Pending())
+	}
+	c.Advance(time.Hour)
+	if !fired(b) || c.Pending() != 0 {
+		t.Fatal("the 3s timer did not fire")
+	}
+}
+
+func TestWaitLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ready")
+	go func() {
+		// A line written in two parts: WaitLine returns only the whole one.
+		f, err := os.Create(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		f.WriteString("12")
+		f.WriteString("34\nrest")
+	}()
+	if got := WaitLine(t, path); got != "1234" {
+		t.Errorf("WaitLine = %q, want 1234", got)
+	}
 }
