@@ -23,6 +23,9 @@ type options struct {
 	now       func() time.Time
 	sleep     func(context.Context, time.Duration) error
 	rand      func() float64
+	// withTimeout bounds one attempt (nil = context.WithTimeout); tests
+	// set it to decide which attempt runs past the timeout.
+	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 // WithLogger sets the logger (default: discard). Everything the stack logs
@@ -90,7 +93,7 @@ func New(cfg Config, opts ...Option) (Client, error) {
 		}
 		inner = &retrier{
 			next: p, provider: cfg.Provider, policy: cfg.Retry, timeout: cfg.Timeout, cost: cfg.Cost,
-			log: log, redact: red, now: o.now, sleep: o.sleep, rand: o.rand,
+			log: log, redact: red, now: o.now, sleep: o.sleep, rand: o.rand, withTimeout: o.withTimeout,
 		}
 		if cfg.Record != "" {
 			rec, err := NewRecorder(inner, cfg.Record, red)

@@ -113,6 +113,8 @@ type retrier struct {
 	now      func() time.Time
 	sleep    func(ctx context.Context, d time.Duration) error
 	rand     func() float64
+	// withTimeout bounds one attempt (nil = context.WithTimeout).
+	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 func (r *retrier) Complete(ctx context.Context, req Request) (Response, error) {
@@ -122,7 +124,11 @@ func (r *retrier) Complete(ctx context.Context, req Request) (Response, error) {
 		ci := &callInfo{}
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if r.timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, r.timeout)
+			withTimeout := r.withTimeout
+			if withTimeout == nil {
+				withTimeout = context.WithTimeout
+			}
+			actx, cancel = withTimeout(ctx, r.timeout)
 		}
 		resp, err := r.next.Complete(withCallInfo(actx, ci), req)
 		cancel()

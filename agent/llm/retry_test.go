@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,57 +99,140 @@ func TestRetryGivesUpAfterMaxAttempts(t *testing.T) {
 	}
 }
 
+// hangGuard bounds a wait for something that happens at once unless the
+// code under test is broken: a guard for a hung test, never a timing
+// assertion.
+const hangGuard = 2 * time.Minute
+
+// await waits for done and fails the test, saying stuck, after hangGuard.
+func await(t *testing.T, done <-chan struct{}, stuck string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		t.Fatal(stuck)
+	}
+}
+
+// TestCancellationStopsBackoff: a cancellation during the (real) retry
+// wait, of half an hour or more, ends it at once.
 func TestCancellationStopsBackoff(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Default(llmtest.Reply{Status: 503, Text: "down"})
 	cfg := fakeCfg(srv)
-	cfg.Retry = RetryPolicy{MaxAttempts: 10, BaseDelay: 30 * time.Second, MaxDelay: time.Minute}
-	c, err := New(cfg) // real sleeps
+	cfg.Retry = RetryPolicy{MaxAttempts: 10, BaseDelay: time.Hour, MaxDelay: time.Hour}
+	waiting := make(chan struct{})
+	var once sync.Once
+	sleep := func(ctx context.Context, d time.Duration) error {
+		once.Do(func() { close(waiting) })
+		return sleepCtx(ctx, d) // the real wait
+	}
+	c, err := New(cfg, WithSleep(sleep))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	start := time.Now()
-	_, err = c.Complete(ctx, user("x"))
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err = c.Complete(ctx, user("x"))
+	}()
+	await(t, waiting, "the client never began its retry wait")
+	cancel()
+	await(t, done, "the retry wait went on after the cancellation")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("cancellation took %v", d)
 	}
 	if srv.Count() != 1 {
 		t.Errorf("%d requests", srv.Count())
 	}
 }
 
+// TestNoWaitPastDeadline: a retry wait (45 minutes) that would outlive
+// the ctx deadline (30 minutes away) is not started.
 func TestNoWaitPastDeadline(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Default(llmtest.Reply{Status: 503})
 	cfg := fakeCfg(srv)
 	cfg.Retry.BaseDelay, cfg.Retry.MaxDelay = time.Hour, time.Hour
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c, s := newClient(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	start := time.Now()
-	_, err = c.Complete(ctx, user("x"))
-	if err == nil || !strings.Contains(err.Error(), "no time left") || time.Since(start) > 2*time.Second {
-		t.Fatalf("err = %v after %v", err, time.Since(start))
+	_, err := c.Complete(ctx, user("x"))
+	if err == nil || !strings.Contains(err.Error(), "no time left") || len(s.waits()) != 0 || srv.Count() != 1 {
+		t.Fatalf("err = %v after waits %v and %d requests", err, s.waits(), srv.Count())
 	}
 }
 
+// expiring is an attempt's context whose deadline passes when expire is
+// called: a fake clock for one attempt.
+type expiring struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newExpiring(parent context.Context) *expiring {
+	return &expiring{Context: parent, done: make(chan struct{})}
+}
+
+func (e *expiring) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (e *expiring) Done() <-chan struct{}       { return e.done }
+func (e *expiring) expire()                     { e.once.Do(func() { close(e.done) }) }
+
+func (e *expiring) Err() error {
+	select {
+	case <-e.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// TestPerCallTimeoutIsRetried: an attempt that runs past the per-call
+// timeout is retried. The first attempt's timeout passes once the server
+// holds its request (whose reply would take an hour); the retry's is a
+// guard, so that a busy machine cannot make it late too.
 func TestPerCallTimeoutIsRetried(t *testing.T) {
 	srv := llmtest.NewServer(t)
-	srv.Enqueue(llmtest.Reply{Text: "late", Delay: 5 * time.Second}, llmtest.Reply{Text: "on time"})
+	srv.Enqueue(llmtest.Reply{Text: "late", Delay: time.Hour}, llmtest.Reply{Text: "on time"})
 	cfg := fakeCfg(srv)
 	cfg.Timeout = 100 * time.Millisecond
-	c, _ := newClient(t, cfg)
-	resp, err := c.Complete(context.Background(), user("x"))
+	var attempts atomic.Int32
+	withTimeout := func(o *options) {
+		o.withTimeout = func(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+			if attempts.Add(1) > 1 {
+				return context.WithTimeout(ctx, hangGuard)
+			}
+			e := newExpiring(ctx)
+			go func() {
+				for srv.Count() == 0 {
+					select {
+					case <-e.done:
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+				e.expire()
+			}()
+			return e, e.expire
+		}
+	}
+	c, s := newClient(t, cfg, withTimeout)
+	done := make(chan struct{})
+	var resp Response
+	var err error
+	go func() {
+		defer close(done)
+		resp, err = c.Complete(context.Background(), user("x"))
+	}()
+	await(t, done, "the call still waits after its attempt's timeout")
 	if err != nil || resp.Text != "on time" {
 		t.Fatalf("resp %q, err %v", resp.Text, err)
+	}
+	if attempts.Load() != 2 || srv.Count() != 2 || len(s.waits()) != 1 {
+		t.Errorf("%d attempts, %d requests, waits %v: want one retry of the late call", attempts.Load(), srv.Count(), s.waits())
 	}
 }
 
