@@ -13,20 +13,25 @@ import sys
 from typing import Any
 
 # A Triton kernel run on CPU tensors through Triton's interpreter, as the cpu
-# platform runs candidates; it prints "ok" when the result is right.
+# platform runs candidates; it prints "ok" when the result is right. The loop
+# over a runtime argument is what Triton 3.6's interpreter cannot run with
+# numpy 2.4 (it converts a one-element array to a Python int).
 _INTERPRETER_CHECK = """
 import torch, triton, triton.language as tl
 @triton.jit
-def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def _add(x_ptr, y_ptr, out_ptr, n, reps, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+    acc = tl.load(x_ptr + offs, mask=mask)
+    for _ in range(0, reps):
+        acc += tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, acc, mask=mask)
 n = 100
 x, y = torch.arange(n, dtype=torch.float32), torch.ones(n)
 out = torch.empty(n)
-_add[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
+_add[(triton.cdiv(n, 64),)](x, y, out, n, 3, BLOCK=64)
 for i in range(n):
-    assert out[i].item() == i + 1, f"element {i} is {out[i].item()}, want {i + 1}"
+    assert out[i].item() == i + 3, f"element {i} is {out[i].item()}, want {i + 3}"
 print("ok")
 """
 
