@@ -87,6 +87,9 @@ type Config struct {
 	Prepare func(ctx context.Context, c platform.Candidate) (Request, error)
 	// Logger receives debug lines and fallback warnings (nil = discard).
 	Logger *slog.Logger
+	// After starts a pass's timeout timer (nil = time.After); tests pass
+	// a fake clock's (proctest.Clock).
+	After func(time.Duration) <-chan time.Time
 }
 
 // ApplyKwargs reads rocprof_bin_path and rocprof_pass_timeout from
@@ -181,7 +184,7 @@ func New(cfg Config) (*Profiler, error) {
 	}
 	return &Profiler{
 		cfg:    cfg,
-		runner: &Runner{Bin: cfg.BinPath, KillGrace: cfg.KillGrace, Logger: cfg.Logger},
+		runner: &Runner{Bin: cfg.BinPath, KillGrace: cfg.KillGrace, Logger: cfg.Logger, After: cfg.After},
 		sem:    make(chan struct{}, 1),
 	}, nil
 }

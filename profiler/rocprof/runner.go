@@ -78,6 +78,9 @@ type Runner struct {
 	KillGrace time.Duration
 	// Logger receives debug lines (nil = discard).
 	Logger *slog.Logger
+	// After starts a pass's timeout timer (nil = time.After); tests pass
+	// a fake clock's (proctest.Clock).
+	After func(time.Duration) <-chan time.Time
 }
 
 // Resolve finds the rocprofv3 binary; ErrNotFound names the setting.
@@ -119,7 +122,7 @@ func (r *Runner) Run(ctx context.Context, p Pass, timeout time.Duration, outDir,
 	start := time.Now()
 	res, ctxErr := proc.Run(ctx, proc.Command{
 		Path: bin, Args: args, Dir: w.Dir, Env: w.Env,
-		Timeout: timeout, KillGrace: r.KillGrace, TailBytes: tailBytes,
+		Timeout: timeout, KillGrace: r.KillGrace, TailBytes: tailBytes, After: r.After,
 	})
 	r.logger().Debug("rocprofv3 pass done", "pass", p.Name, "elapsed", time.Since(start), "err", res.Err)
 
