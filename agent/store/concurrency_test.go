@@ -7,7 +7,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
+
+// busyGuard is the handles' busy timeout in TestConcurrentWritersAndReader.
+// The loop's writers keep its handle's lock nearly all the time, and a
+// write of the other handle waits for a gap between two of theirs: on a
+// loaded machine (under -race, a write takes a tenth of a second there)
+// longer than DefaultBusyTimeout. The test is about consistency, not about
+// how long a write waits, so the timeout is only a guard against a hang.
+const busyGuard = 10 * time.Minute
 
 // TestConcurrentWritersAndReader has one handle (the loop) evaluate
 // candidates from several goroutines while a second handle on the same file
@@ -16,10 +25,10 @@ import (
 func TestConcurrentWritersAndReader(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "history.db")
-	loop, err := Open(ctx, path)
+	loop, err := Open(ctx, path, WithBusyTimeout(busyGuard))
 	check(t, err)
 	defer loop.Close()
-	viewer, err := Open(ctx, path)
+	viewer, err := Open(ctx, path, WithBusyTimeout(busyGuard))
 	check(t, err)
 	defer viewer.Close()
 
