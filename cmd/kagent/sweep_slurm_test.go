@@ -105,7 +105,8 @@ func TestSweepOnSlurm(t *testing.T) {
 	if stable(local) != stable(merged) {
 		t.Errorf("the merged report differs from the local run's (times masked):\n--- local\n%s\n--- merged\n%s", local, merged)
 	}
-	if !strings.Contains(merged, "| 0 | 0.833 (5/6) | n/a |") {
+	// fast_0 against torch.compile is n/a only where torch.compile does not run (torch 1.x).
+	if !strings.Contains(merged, "| 0 | 0.833 (5/6) | 0.833 (5/6) |") && !strings.Contains(merged, "| 0 | 0.833 (5/6) | n/a |") {
 		t.Errorf("merged report lacks fast_0 of 5/6:\n%s", merged)
 	}
 	// The merged report is exactly the report of the shards' results.

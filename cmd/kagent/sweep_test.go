@@ -117,7 +117,8 @@ func TestSweepCommand(t *testing.T) {
 		t.Fatalf("merge: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	md, err := os.ReadFile(filepath.Join(work, "sharded", "report.md"))
-	if err != nil || !strings.Contains(string(md), "| 0 | 0.500 (1/2) | n/a |") {
+	// fast_0 against torch.compile: 1 of 2 where torch.compile runs (torch 2.x), n/a where it does not.
+	if err != nil || !strings.Contains(string(md), "| 0 | 0.500 (1/2) | 0.500 (1/2) |") && !strings.Contains(string(md), "| 0 | 0.500 (1/2) | n/a |") {
 		t.Errorf("merged report: %v\n%s", err, md)
 	}
 
