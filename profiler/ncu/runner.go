@@ -40,6 +40,9 @@ type Runner struct {
 	KillGrace time.Duration
 	// Logger receives debug lines (nil = discard).
 	Logger *slog.Logger
+	// After starts the timer of Timeout (nil = time.After); tests pass a
+	// fake clock's (proctest.Clock).
+	After func(time.Duration) <-chan time.Time
 }
 
 // Run is one profile: where to run and what.
@@ -112,7 +115,7 @@ func (r *Runner) launchSpec(run Run) (launch, error) {
 		env = append(append([]string(nil), env...), "CUDA_VISIBLE_DEVICES="+run.GPU)
 	}
 	return launch{logPath: logPath, cmd: proc.Command{
-		Path: bin, Args: args, Dir: run.Dir, Env: env, KillGrace: r.KillGrace, TailBytes: tailBytes,
+		Path: bin, Args: args, Dir: run.Dir, Env: env, KillGrace: r.KillGrace, TailBytes: tailBytes, After: r.After,
 	}}, nil
 }
 
@@ -215,14 +218,16 @@ func (p *Pending) Finish(ctx context.Context, submit func() error) (*Report, err
 		return nil, fmt.Errorf("profile with ncu: hand over the job: %w", err)
 	}
 	timeout := p.r.timeout()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	after := p.r.After
+	if after == nil {
+		after = time.After
+	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 		p.Abandon()
 		return nil, fmt.Errorf("profile with ncu: %w", ctx.Err())
-	case <-timer.C:
+	case <-after(timeout):
 		p.Abandon()
 		p.res.TimedOut = true
 	}

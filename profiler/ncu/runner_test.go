@@ -117,39 +117,55 @@ func TestRunnerNotFound(t *testing.T) {
 	}
 }
 
+// runAsync starts r.Run and returns a channel closed when it has returned,
+// with its error.
+func runAsync(ctx context.Context, r *Runner, run Run) (done <-chan struct{}, err *error) {
+	ch := make(chan struct{})
+	err = new(error)
+	go func() {
+		defer close(ch)
+		_, *err = r.Run(ctx, run)
+	}()
+	return ch, err
+}
+
+// TestRunnerTimeoutKillsGroup: the timeout passes (on a fake clock) once
+// the fake ncu and its child run; both are killed.
 func TestRunnerTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
-	r := &Runner{NCU: fakeNCU(t), Timeout: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond,
+	clock := proctest.NewClock()
+	r := &Runner{NCU: fakeNCU(t), Timeout: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond, After: clock.After,
 		Env: []string{"FAKE_NCU_MODE=hang", "FAKE_NCU_PIDFILE=" + pidFile}}
-	_, err := r.Run(context.Background(), testRun(dir))
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
+	done, err := runAsync(context.Background(), r, testRun(dir))
+	proctest.WaitLine(t, pidFile)
+	clock.Advance(r.Timeout)
+	proctest.Await(t, done, "the run still waits after its timeout")
+	if !errors.Is(*err, ErrTimeout) || !strings.Contains((*err).Error(), "killed after 200ms") {
+		t.Fatalf("err = %v, want ErrTimeout after 200ms", *err)
 	}
-	// The grandchild (sleep 300) was in ncu's process group: it is killed
+	// The grandchild (sleep) was in ncu's process group: it is killed
 	// too. Signals are asynchronous, so allow it a moment to die.
 	proctest.WaitGone(t, proctest.ReadPID(t, pidFile))
 }
 
+// TestRunnerParentCancel: the caller's cancellation, once the fake ncu
+// runs, is not a timeout (the runner's clock never moves).
 func TestRunnerParentCancel(t *testing.T) {
 	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Runner{NCU: fakeNCU(t), KillGrace: 100 * time.Millisecond,
-		Env: []string{"FAKE_NCU_MODE=hang", "FAKE_NCU_PIDFILE=" + filepath.Join(dir, "pid")}}
-	go func() {
-		// Cancel once the fake has started.
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "pid")); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	_, err := r.Run(ctx, testRun(dir))
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+	defer cancel()
+	r := &Runner{NCU: fakeNCU(t), KillGrace: 100 * time.Millisecond, After: proctest.NewClock().After,
+		Env: []string{"FAKE_NCU_MODE=hang", "FAKE_NCU_PIDFILE=" + pidFile}}
+	done, err := runAsync(ctx, r, testRun(dir))
+	proctest.WaitLine(t, pidFile)
+	cancel()
+	proctest.Await(t, done, "the run still waits after the cancellation")
+	if !errors.Is(*err, context.Canceled) || errors.Is(*err, ErrTimeout) {
+		t.Fatalf("err = %v, want context.Canceled", *err)
 	}
+	proctest.WaitGone(t, proctest.ReadPID(t, pidFile))
 }
 
 func TestLockGPUHonoursContext(t *testing.T) {
