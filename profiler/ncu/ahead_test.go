@@ -2,6 +2,7 @@ package ncu
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,11 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 open(os.path.join(d, "ran-%d" % os.getpid()), "w").close()
 `
 
+// aheadTimeout bounds one profile of these tests: a guard against a hang
+// that a test never waits for (on a loaded machine torch's import alone
+// can take minutes).
+const aheadTimeout = 10 * time.Minute
+
 type aheadFixture struct {
 	p    *Profiler
 	shim string // the SHIM_DIR
@@ -107,7 +113,7 @@ func newAheadFixture(t *testing.T, idle int, env ...string) *aheadFixture {
 	var err error
 	f.p, err = New(Config{NCUPath: fakeNCU(t), Python: filepath.Join(dir, "python"), HarnessDir: harness,
 		ProblemPath: filepath.Join(dir, "problem.py"), DType: "fp32", Device: "cpu", WorkDir: f.work,
-		Metrics: []string{MetricTime}, Ahead: true, IdleSeconds: idle, Env: env, Timeout: 2 * time.Minute})
+		Metrics: []string{MetricTime}, Ahead: true, IdleSeconds: idle, Env: env, Timeout: aheadTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,20 +139,32 @@ func (f *aheadFixture) pids(t *testing.T, prefix string) []string {
 	return out
 }
 
-// waitStarted waits until n programs have started (a bound for a stuck
-// test, not a timing assertion).
+// waitStarted waits until n programs have started (bounded by
+// proctest.Patience, a guard for a stuck test, not a timing assertion).
 func (f *aheadFixture) waitStarted(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if got := f.pids(t, "started"); len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d programs started, want %d", len(f.pids(t, "started")), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got []string
+	proctest.Wait(t, fmt.Sprintf("fewer than %d programs started", n), func() bool {
+		got = f.pids(t, "started")
+		return len(got) >= n
+	})
+	return got
+}
+
+// waitAheadEnded waits until the profiler has seen its process started
+// ahead end: the moment its next profile decides what that end means.
+// That the program's own process is gone is not enough: ncu, and the
+// profiler's reaper after it, see the end later (on a loaded machine, much
+// later).
+func (f *aheadFixture) waitAheadEnded(t *testing.T, stuck string) {
+	t.Helper()
+	f.p.mu.Lock()
+	a := f.p.ahead
+	f.p.mu.Unlock()
+	if a == nil {
+		t.Fatal("no process was started ahead")
 	}
+	proctest.Await(t, a.run.done, stuck)
 }
 
 func (f *aheadFixture) profile(t *testing.T) {
@@ -160,17 +178,11 @@ func (f *aheadFixture) profile(t *testing.T) {
 	}
 }
 
-// waitGone waits until the process has ended (a bound for a stuck test,
-// not a timing assertion).
+// waitGone waits until the process has ended (bounded by
+// proctest.Patience, a guard for a stuck test, not a timing assertion).
 func waitGone(t *testing.T, pid, stuck string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatal(stuck)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.Wait(t, stuck, func() bool { return !alive(pid) })
 }
 
 // repoHarness is the repository's harness directory, and the Python with
@@ -222,9 +234,12 @@ func TestProfileUsesTheProcessStartedAhead(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(f.work, "kagent-ncu-ahead-*")); len(left) > 0 {
 		t.Errorf("Close left %v", left)
 	}
+	// Prestart starts its process before it returns, or not at all.
 	f.p.Prestart()
-	time.Sleep(100 * time.Millisecond)
-	if f.p.ahead != nil {
+	f.p.mu.Lock()
+	a := f.p.ahead
+	f.p.mu.Unlock()
+	if a != nil {
 		t.Error("Prestart started a process after Close")
 	}
 }
@@ -261,7 +276,7 @@ func TestProfileAheadIdleExpiry(t *testing.T) {
 	f := newAheadFixture(t, 1)
 	f.p.Prestart()
 	first := f.waitStarted(t, 1)
-	waitGone(t, first[0], "the process started ahead did not give up waiting")
+	f.waitAheadEnded(t, "the process started ahead did not give up waiting")
 	f.profile(t)
 	if ran := f.pids(t, "ran"); len(ran) != 1 || ran[0] == first[0] {
 		t.Fatalf("ran %v: want one fresh process", ran)
@@ -296,8 +311,8 @@ func TestProfileWithoutPrestartStartsNothingAhead(t *testing.T) {
 func TestProfileAheadDiedEarly(t *testing.T) {
 	f := newAheadFixture(t, 0, "SHIM_DIE_AHEAD=1")
 	f.p.Prestart()
-	first := f.waitStarted(t, 1)
-	waitGone(t, first[0], "the process started ahead did not die")
+	f.waitStarted(t, 1)
+	f.waitAheadEnded(t, "the process started ahead did not die")
 	f.profile(t)
 	f.p.mu.Lock()
 	noAhead, a := f.p.noAhead, f.p.ahead
