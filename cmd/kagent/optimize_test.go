@@ -12,7 +12,25 @@ import (
 	"time"
 
 	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-dev/kagent/internal/proc/proctest"
 )
+
+// promoteRealGains is configuration for runs that must find fast.py faster
+// than the input: promotion asks for no more than min_improvement_pct, not
+// noise_factor times the timing's spread as well. On a loaded machine the
+// spread of a CPU timing exceeds 100%, and the default rule turns down
+// even a rewrite measured 90% faster (the rule itself is agent's to test).
+const promoteRealGains = "noise_factor: 0\n"
+
+// writeConfig writes a config file holding yaml and returns its path.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kagent.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // cpuKernelDir copies the agent's CPU test problem into a fresh kernel dir.
 func cpuKernelDir(t *testing.T) string {
@@ -82,7 +100,8 @@ func TestOptimizeRecordThenReplay(t *testing.T) {
 	srv := scriptedServer(t, "fast.py")
 	rec := filepath.Join(t.TempDir(), "transcript")
 	events := filepath.Join(t.TempDir(), "events.jsonl")
-	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy", "--max-rounds", "1",
+	cfg := writeConfig(t, "strategy: greedy\n"+promoteRealGains)
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--config", cfg, "--max-rounds", "1",
 		"--llm-provider", "openai", "--llm-base-url", srv.BaseURL(), "--llm-model", "fake", "--llm-record", rec, "--events", events)
 	if r.code != ExitOK {
 		t.Fatalf("recorded run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -101,7 +120,7 @@ func TestOptimizeRecordThenReplay(t *testing.T) {
 	srv.Close()
 
 	dir2 := cpuKernelDir(t)
-	r = run(t, dir2, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy", "--max-rounds", "1",
+	r = run(t, dir2, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--config", cfg, "--max-rounds", "1",
 		"--llm-replay", rec)
 	if r.code != ExitOK {
 		t.Fatalf("replayed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -172,9 +191,11 @@ func TestOptimizeInterruptThenResume(t *testing.T) {
 	dir := cpuKernelDir(t)
 	slow := llmtest.NewServer(t)
 	slow.On("# Task: diagnose", llmtest.Reply{Text: `{"bottlenecks": [{"category": "memory", "summary": "six passes over the data"}]}`})
-	slow.On("# Task: make this Triton kernel faster", llmtest.Reply{Text: testKernel(t, "fast.py"), Delay: time.Minute})
+	// The rewrite is held until the run gives up on it.
+	slow.On("# Task: make this Triton kernel faster", llmtest.Reply{Text: testKernel(t, "fast.py"), Delay: time.Hour})
 	events := filepath.Join(t.TempDir(), "events.jsonl")
-	cmd := exec.Command(binary, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "greedy", "--max-rounds", "1",
+	cfg := writeConfig(t, "strategy: greedy\n"+promoteRealGains)
+	cmd := exec.Command(binary, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--config", cfg, "--max-rounds", "1",
 		"--llm-provider", "openai", "--llm-base-url", slow.BaseURL(), "--llm-model", "fake", "--events", events)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "KAGENT_CACHE_DIR="+t.TempDir())
@@ -183,14 +204,11 @@ func TestOptimizeInterruptThenResume(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for slow.Count() < 2 { // the diagnosis, then the rewrite that hangs
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the run never asked for the rewrite: %s", stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	t.Cleanup(func() { cmd.Process.Kill() }) // a test stuck below
+	// The diagnosis, then the rewrite that hangs. On a loaded machine the
+	// worker's start, the verification and the timings before them take
+	// minutes: the wait's bound is a guard, not a timing assertion.
+	proctest.Wait(t, "the run never asked for the rewrite", func() bool { return slow.Count() >= 2 })
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +237,12 @@ func TestOptimizeInterruptThenResume(t *testing.T) {
 // secrets in the environment and debug logging on, recording the LLM
 // traffic, and checks that no secret value appears in any file the run
 // wrote (run dir, history database, transcript, events) or in its output.
+//
+// The run must finish, not find an improvement: whether fast.py beats the
+// timing noise of a busy machine is not this test's question, and a run
+// that ends without one (exit 3) has written its files all the same. Its
+// configuration lets a real gain through as a rule (promoteRealGains), so
+// that the promotion's files are scanned too.
 func TestKeysNeverWritten(t *testing.T) {
 	dir := cpuKernelDir(t)
 	secrets := map[string]string{
@@ -234,15 +258,18 @@ func TestKeysNeverWritten(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "transcript")
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	cfg := filepath.Join(t.TempDir(), "ci.yaml")
-	yaml := "strategy: greedy\nmax_rounds: 1\nllm:\n  provider: openai\n  base_url: " + srv.BaseURL() +
+	yaml := "strategy: greedy\nmax_rounds: 1\n" + promoteRealGains + "llm:\n  provider: openai\n  base_url: " + srv.BaseURL() +
 		"\n  model: fake\n  api_key_env: OPENAI_API_KEY\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, dir, "--log-level", "debug", "optimize", "--kernel-dir", ".", "--platform", "cpu", "--config", cfg,
 		"--llm-record", rec, "--events", events)
-	if r.code != ExitOK {
+	if r.code != ExitOK && r.code != ExitNoImprovement {
 		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r.code == ExitNoImprovement {
+		t.Logf("the run found no improvement: the promotion's files were not scanned\n%s", r.stderr)
 	}
 	if srv.Count() == 0 {
 		t.Fatal("the fake LLM was never called")
