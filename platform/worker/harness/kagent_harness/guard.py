@@ -103,6 +103,9 @@ class Guard:
         add("torch.backends.cuda.matmul.allow_tf32", _attr(torch, "backends.cuda.matmul.allow_tf32"), by_value=True)
         add("torch.backends.cudnn.allow_tf32", _attr(torch, "backends.cudnn.allow_tf32"), by_value=True)
         add("torch.get_default_dtype()", lambda: torch.get_default_dtype(), by_value=True)
+        # The cpu device's clock is process CPU time with torch on one thread:
+        # more threads would change what later timings (the baselines) count.
+        add("torch.get_num_threads()", lambda: torch.get_num_threads(), by_value=True)
         if hasattr(torch, "cuda"):
             for name in ("Event", "Event.record", "Event.elapsed_time", "Event.synchronize", "synchronize",
                          "current_stream", "empty_cache", "mem_get_info", "memory_reserved",

@@ -33,9 +33,19 @@ class GuardTest(unittest.TestCase):
         finally:
             setattr(owner, name, saved)
 
+    def test_detects_a_thread_count_change(self) -> None:
+        saved = torch.get_num_threads()
+        torch.set_num_threads(saved + 1)
+        try:
+            self.assertIn("torch.get_num_threads()", self.guard.check() or "")
+        finally:
+            torch.set_num_threads(saved)
+        self.assertIsNone(self.guard.check())
+
     def test_detects_patches(self) -> None:
         self.assertIn("torch.allclose", self._patched(torch, "allclose", lambda *a, **k: True))
         self.assertIn("time.perf_counter", self._patched(time, "perf_counter", lambda: 0.0))
+        self.assertIn("time.process_time", self._patched(time, "process_time", lambda: 0.0))
         self.assertIn("torch.Tensor.__eq__", self._patched(torch.Tensor, "__eq__", lambda a, b: True))
         self.assertIn("torch.testing.assert_close", self._patched(torch.testing, "assert_close", lambda *a: None))
         self.assertIn("builtins.abs", self._patched(builtins, "abs", lambda x: 0))
