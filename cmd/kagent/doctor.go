@@ -135,7 +135,11 @@ func cpuPlatformRow(p pythonProbe) (string, string, string) {
 		if p.Interpreter != nil {
 			detail = p.Interpreter.Detail
 		}
-		return name, "error", "Triton's interpreter failed a small kernel on the CPU: " + detail + " (triton 3.6 needs numpy < 2.4)"
+		fix := "reinstall the pinned stack: pip install -r requirements.txt"
+		if strings.Contains(detail, "0-dimensional arrays") {
+			fix = "Triton 3.6's interpreter needs numpy < 2.4: pip install 'numpy<2.4'"
+		}
+		return name, "error", "Triton's interpreter failed a small kernel on the CPU: " + detail + "; " + fix
 	}
 	return name, "ok", "Triton kernels run on CPU tensors through Triton's interpreter (TRITON_INTERPRET=1); times are not representative of a GPU"
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/cpu"
 )
 
 func optimizeCommand() *cli.Command {
@@ -109,7 +110,7 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 // own shapes are often GPU-sized). cfg.Size records the choice, so a resumed
 // run times the same shape.
 func selectSize(task *kerneldir.Task, cfg *configs.Config, platformName string) error {
-	if cfg.Size == "" && platformName == "cpu" {
+	if cfg.Size == "" && platformName == cpu.Name {
 		if _, ok := task.Options.Sizes[kerneldir.CPUSize]; ok {
 			cfg.Size = kerneldir.CPUSize
 		}
