@@ -7,34 +7,16 @@ package examples
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/internal/pythontest"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cpu"
 )
-
-// tritonPython is the interpreter with torch and triton the test needs. It
-// skips without one, unless KAGENT_REQUIRE_TRITON=1 (make test, CI) makes a
-// missing triton a failure.
-func tritonPython(t *testing.T) string {
-	t.Helper()
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" || testing.Short() {
-		t.Skip("KAGENT_PYTHON (a Python with torch and triton) is not set")
-	}
-	if err := exec.Command(py, "-c", "import triton").Run(); err != nil {
-		if os.Getenv("KAGENT_REQUIRE_TRITON") == "1" {
-			t.Fatalf("%s cannot import triton (KAGENT_REQUIRE_TRITON=1): %v", py, err)
-		}
-		t.Skipf("%s cannot import triton", py)
-	}
-	return py
-}
 
 // exampleDirs lists every kernel dir of this folder (a folder with a problem.py).
 func exampleDirs(t *testing.T) []string {
@@ -60,7 +42,7 @@ func exampleDirs(t *testing.T) []string {
 // every check must pass and the Triton launch check must have run. Every
 // example must define a "cpu" size so that this test covers it.
 func TestExamplesVerifyOnCPU(t *testing.T) {
-	py := tritonPython(t)
+	py := pythontest.Triton(t)
 	cache := t.TempDir()
 	for _, name := range exampleDirs(t) {
 		t.Run(name, func(t *testing.T) {

@@ -3,10 +3,11 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kagent-dev/kagent/internal/pythontest"
 )
 
 // tritonKernelDir copies an example into a fresh folder (runs write into
@@ -15,16 +16,7 @@ import (
 // KAGENT_REQUIRE_TRITON=1 (make test, CI) makes that a failure.
 func tritonKernelDir(t *testing.T, example string) string {
 	t.Helper()
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" || testing.Short() {
-		t.Skip("KAGENT_PYTHON (a Python with torch and triton) is not set")
-	}
-	if err := exec.Command(py, "-c", "import triton").Run(); err != nil {
-		if os.Getenv("KAGENT_REQUIRE_TRITON") == "1" {
-			t.Fatalf("%s cannot import triton (KAGENT_REQUIRE_TRITON=1): %v", py, err)
-		}
-		t.Skipf("%s cannot import triton", py)
-	}
+	pythontest.Triton(t)
 	t.Setenv("KAGENT_PLATFORM_KWARGS", "triton=require")
 	src := filepath.Join(repoRoot(t), "examples", example)
 	dir := filepath.Join(t.TempDir(), example)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/internal/pythontest"
 	"github.com/kagent-dev/kagent/platform"
 )
 
@@ -69,14 +69,7 @@ func TestSuiteInterpreter(t *testing.T) {
 	if suitePlatform() == "cuda" {
 		t.Skip("the GPU machine runs the cuda suite itself")
 	}
-	if py := os.Getenv("KAGENT_PYTHON"); py != "" && !testing.Short() {
-		if err := exec.Command(py, "-c", "import triton").Run(); err != nil {
-			if os.Getenv("KAGENT_REQUIRE_TRITON") == "1" {
-				t.Fatalf("%s cannot import triton (KAGENT_REQUIRE_TRITON=1): %v", py, err)
-			}
-			t.Skipf("%s cannot import triton", py)
-		}
-	}
+	pythontest.Triton(t)
 	runSuite(t, "interpreter")
 }
 
