@@ -36,6 +36,7 @@ var Env = []EnvVar{
 	{"KAGENT_LLM_TIMEOUT", "per-call LLM timeout (Go duration, e.g. 10m)", durationSetter(func(c *Config) *time.Duration { return &c.LLM.Timeout })},
 	{"KAGENT_BUDGET_USD", "stop the run when LLM spend reaches this many dollars", floatSetter(func(c *Config) *float64 { return &c.Budget.MaxUSD })},
 	{"KAGENT_CACHE_DIR", "cache for the installed harness and Triton's compiled kernels", nil},
+	{"KAGENT_FORKSERVER", "0 starts every Python worker on its own instead of forking it from a server that imported torch once", nil},
 	{"KAGENT_SWEEP_BACKEND", "kagent sweep --backend: local, slurm or k8s", nil},
 	{"KAGENT_SLURM_PARTITION", "kagent sweep: sbatch --partition", nil},
 	{"KAGENT_SLURM_TIME", "kagent sweep: sbatch --time of each task", nil},

@@ -10,11 +10,13 @@ import (
 	"syscall"
 
 	_ "github.com/kagent-dev/kagent/platform/all"
+	"github.com/kagent-dev/kagent/platform/worker"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp().RunContext(ctx, os.Args)
 	stop()
+	worker.StopForkServers()
 	os.Exit(report(os.Stderr, err))
 }

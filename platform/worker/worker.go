@@ -101,6 +101,7 @@ type Worker struct {
 	tail    *proc.Tail
 	workDir string
 	ownDir  bool
+	fork    *forkServer // the server this worker was forked from, or nil
 
 	mu     sync.Mutex // one call at a time
 	nextID int
@@ -110,6 +111,10 @@ type Worker struct {
 
 // Start launches a worker and waits for its handshake.
 func Start(ctx context.Context, o Options) (*Worker, error) {
+	return start(ctx, o, forkServersEnabled())
+}
+
+func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 5 * time.Minute
 	}
@@ -130,7 +135,16 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		}
 		w.workDir = o.WorkDir
 	}
-	if o.HarnessDir == "" && len(o.Command) == 0 {
+	var fs *forkServer
+	if fork && len(o.Command) == 0 && o.HarnessDir == "" {
+		var err error
+		if fs, err = forkServerFor(ctx, o, o.Isolate); err != nil {
+			log.Debug("fork server unavailable; starting the worker on its own", "err", err)
+		}
+	}
+	if fs != nil {
+		w.fork = fs
+	} else if o.HarnessDir == "" && len(o.Command) == 0 {
 		d, err := os.MkdirTemp(w.workDir, "harness-")
 		if err == nil {
 			os.Remove(d)
@@ -158,6 +172,15 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	defer cancel()
 	if err := w.await(hctx, 0, &h); err != nil {
 		w.Kill()
+		var ee *ExitError
+		if w.fork != nil && errors.As(err, &ee) && ee.Code == launchUnserved {
+			// The fork server is gone or its socket was taken over: drop it
+			// and start this worker on its own.
+			log.Warn("fork server not answering; starting the worker on its own", "err", err)
+			dropForkServer(w.fork)
+			w.cleanup()
+			return start(ctx, o, false)
+		}
 		if strings.Contains(err.Error(), "No module named 'torch'") {
 			return nil, fmt.Errorf("start worker: %s has no torch: point --python (or KAGENT_PYTHON) at a Python that has it (kagent doctor lists what it finds): %w", w.opts.Python, err)
 		}
@@ -171,7 +194,14 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 
 func (w *Worker) launch(isolate bool) (bool, error) {
 	argv := w.opts.Command
-	if len(argv) == 0 {
+	switch {
+	case len(argv) > 0:
+	case w.fork != nil:
+		var err error
+		if argv, err = w.fork.launchArgv(w.opts.Python); err != nil {
+			return false, err
+		}
+	default:
 		argv = []string{w.opts.Python, "-u", "-m", "kagent_harness.worker"}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -288,31 +289,89 @@ func TestPrivateHarness(t *testing.T) {
 		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
 	}
 	start := func() *Worker {
-		w, err := Start(context.Background(), Options{Python: py, Device: "cpu", Env: []string{"CUDA_VISIBLE_DEVICES="}})
+		w, err := Start(context.Background(), Options{Python: py, Device: "cpu", Env: []string{"CUDA_VISIBLE_DEVICES=", "KAGENT_TEST=private-harness"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return w
 	}
-	a := start()
-	dirA := a.opts.HarnessDir
-	if !strings.HasPrefix(dirA, a.workDir+string(os.PathSeparator)) {
-		t.Fatalf("harness %q is not in the worker's directory %q", dirA, a.workDir)
+	// What a candidate could do to the harness files it can reach.
+	tamper := func(dir string) {
+		files, err := filepath.Glob(filepath.Join(dir, harness.Package, "*.py"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no harness files under %s: %v", dir, err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(f, []byte("raise SystemExit('tampered')\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	// What a candidate in worker a could do to its copy.
-	numerics := filepath.Join(dirA, harness.Package, "numerics.py")
-	if err := os.WriteFile(numerics, []byte("raise SystemExit('tampered')\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b := start() // would fail its start-up if it imported a's copy
-	defer b.Close()
-	if b.opts.HarnessDir == dirA {
-		t.Fatal("two workers share a harness copy")
-	}
-	a.Close()
-	if _, err := os.Stat(dirA); !os.IsNotExist(err) {
-		t.Errorf("a's harness copy outlived it: %v", err)
-	}
+	t.Run("own process", func(t *testing.T) {
+		t.Setenv(forkServerEnv, "0")
+		a := start()
+		dirA := a.opts.HarnessDir
+		if !strings.HasPrefix(dirA, a.workDir+string(os.PathSeparator)) {
+			t.Fatalf("harness %q is not in the worker's directory %q", dirA, a.workDir)
+		}
+		tamper(dirA)
+		b := start() // would fail its start-up if it imported a's copy
+		defer b.Close()
+		if b.opts.HarnessDir == dirA {
+			t.Fatal("two workers share a harness copy")
+		}
+		a.Close()
+		if _, err := os.Stat(dirA); !os.IsNotExist(err) {
+			t.Errorf("a's harness copy outlived it: %v", err)
+		}
+	})
+	t.Run("fork server", func(t *testing.T) {
+		a := start()
+		defer a.Close()
+		if a.fork == nil {
+			t.Fatal("the worker was not forked from a fork server")
+		}
+		// Every file of the server's copy, launch.py included: the server
+		// imported them before any worker existed and the launcher runs
+		// from the binary.
+		tamper(filepath.Join(a.fork.dir, "h"))
+		b := start()
+		defer b.Close()
+		if b.fork != a.fork {
+			t.Fatal("the second worker did not come from the same fork server")
+		}
+		if b.Hello().PID == a.Hello().PID {
+			t.Fatal("two workers share a process")
+		}
+		// A socket put in the server's place is refused; the worker starts
+		// on its own instead.
+		if err := os.Remove(a.fork.socket); err != nil {
+			t.Fatal(err)
+		}
+		impostor, err := net.Listen("unix", a.fork.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer impostor.Close()
+		got := make(chan int, 1)
+		go func() {
+			c, err := impostor.Accept()
+			if err != nil {
+				got <- -1
+				return
+			}
+			n, _ := io.Copy(io.Discard, c)
+			got <- int(n)
+		}()
+		c := start()
+		defer c.Close()
+		if c.fork != nil {
+			t.Fatal("a worker was started through an impostor socket")
+		}
+		if n := <-got; n != 0 {
+			t.Fatalf("the launcher sent %d bytes to the impostor", n)
+		}
+	})
 }
 
 // TestStartWithoutTorch: a Python without torch gives an error that says

@@ -197,3 +197,10 @@ func CacheDir() string {
 	}
 	return filepath.Join(os.TempDir(), "kagent-cache")
 }
+
+// ReadFile returns the embedded source of one harness file (a name such as
+// "launch.py"), for code that must run from what the binary holds rather
+// than from a copy on disk.
+func ReadFile(name string) ([]byte, error) {
+	return files.ReadFile(Package + "/" + name)
+}

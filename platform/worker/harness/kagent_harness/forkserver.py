@@ -1,0 +1,269 @@
+"""A pre-imported Python that forks fresh workers: ``python -m kagent_harness.forkserver SOCKET``.
+
+Importing torch and triton costs seconds of CPU (about 4 s on a laptop core, 4.4 s
+on an H200 host); a worker forked from a process that has already imported them
+starts in milliseconds. The fork server imports torch, triton and every harness
+module once (``worker.prepare``), initialises no device, loads no problem and runs
+no candidate; then it listens on a Unix socket (in a directory only its user can
+enter) and prints ``ready`` on stdout.
+
+``launch.py`` (a small script that does not import torch) connects for each
+worker the supervisor starts. It sends its environment, working directory and
+process group with its stdin, stdout and stderr descriptors; the fork server forks
+a child that joins the launcher's process group (so the supervisor's group kill
+reaches it), takes the three descriptors as 0, 1 and 2, replaces its environment,
+and runs the worker exactly as ``python -m kagent_harness.worker`` would after its
+imports. The server answers ``{"pid": N}`` and, when the child ends,
+``{"exit": CODE}`` or ``{"signal": SIG}``; the launcher exits the same way, so
+the supervisor sees the worker's own status.
+
+A child asks the kernel for SIGKILL when the fork server dies; the fork server
+itself exits (removing its socket directory) on SIGTERM, on end of stdin, or
+when its parent is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+from typing import Dict, Optional
+
+MAX_MESSAGE = 1 << 20
+
+
+def _log(msg: str) -> None:
+    try:
+        sys.stderr.write(f"kagent_harness.forkserver: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _set_pdeathsig() -> None:
+    """SIGKILL this process when its parent (the fork server) exits."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:  # noqa: BLE001 - best effort; the supervisor kills the group anyway
+        pass
+
+
+def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "Server") -> int:
+    """Runs in the forked child: become the worker."""
+    server.close_in_child()
+    _set_pdeathsig()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    pgid = int(request.get("pgid") or 0)
+    if pgid > 0:
+        try:
+            os.setpgid(0, pgid)
+        except OSError as exc:
+            _log(f"cannot join process group {pgid}: {exc}")
+            return 71
+    role = str(request.get("role") or "worker")
+    if role == "runner":
+        # fds: the runner's link to its judge, and the judge's stderr.
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(fds[1], 1)
+        os.dup2(fds[1], 2)
+        link_fd = os.dup(fds[0])
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+    else:
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+    conn.close()
+    env = request.get("env")
+    if isinstance(env, dict):
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+    cwd = str(request.get("cwd") or "")
+    if cwd:
+        os.chdir(cwd)
+    # Python's own stdio objects still point at the old descriptors' buffers;
+    # rebuild them over 0, 1 and 2.
+    sys.stdin = open(0, "r", closefd=False)
+    sys.stdout = open(1, "w", closefd=False, buffering=1)
+    sys.stderr = open(2, "w", closefd=False, buffering=1)
+    if role == "runner":
+        import socket as _socket
+
+        from .runner import run
+
+        return run(_socket.socket(fileno=link_fd), server.kind)
+    # Workers take their candidates' runners from this server.
+    os.environ["KAGENT_RUNNER_SERVER"] = f"{server.path}:{server.pid}"
+    from .protocol import Channel
+    from .worker import serve
+
+    return serve(Channel(), server.kind)
+
+
+class Server:
+    def __init__(self, path: str, kind: str) -> None:
+        self.path = path
+        self.kind = kind
+        self.children: Dict[int, socket.socket] = {}
+        self.parent = os.getppid()
+        self.pid = os.getpid()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(64)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        signal.signal(signal.SIGCHLD, lambda *_: self._wake())
+        signal.signal(signal.SIGTERM, lambda *_: self._stop())
+        self.stopping = False
+
+    def _wake(self) -> None:
+        try:
+            os.write(self.wake_w, b"x")
+        except OSError:
+            pass
+
+    def _stop(self) -> None:
+        self.stopping = True
+        self._wake()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            if os.WIFSIGNALED(status):
+                msg = {"signal": os.WTERMSIG(status)}
+            else:
+                msg = {"exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1}
+            try:
+                conn.sendall((json.dumps(msg) + "\n").encode())
+            except OSError:
+                pass
+            conn.close()
+
+    def _accept(self) -> Optional[int]:
+        """Serve one launcher; returns the child's pid in the child (never
+        returns there: the child exits), None in the server."""
+        conn, _ = self.listener.accept()
+        try:
+            conn.settimeout(10.0)
+            data, fds, _flags, _addr = socket.recv_fds(conn, MAX_MESSAGE, 8)
+            conn.settimeout(None)
+            request = json.loads(data.decode("utf-8"))
+            want = 2 if isinstance(request, dict) and request.get("role") == "runner" else 3
+            if not isinstance(request, dict) or len(fds) < want:
+                raise ValueError(f"a launch request is a JSON object with {want} descriptors")
+        except (OSError, ValueError) as exc:
+            _log(f"bad launch request: {exc}")
+            conn.close()
+            return None
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                code = _child(conn, fds, request, self)
+            except BaseException:  # noqa: BLE001 - a child never returns into the server loop
+                _log(f"worker failed:\n{traceback.format_exc()}")
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = conn
+        try:
+            conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        except OSError:
+            pass
+        return None
+
+    def serve(self) -> int:
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        while not self.stopping:
+            if os.getppid() != self.parent:
+                break
+            try:
+                ready, _, _ = select.select([self.listener, self.wake_r, 0], [], [], 1.0)
+            except InterruptedError:
+                continue
+            if self.wake_r in ready:
+                os.read(self.wake_r, 4096)
+                self._reap()
+            if 0 in ready and not os.read(0, 4096):
+                break  # the supervisor closed our stdin
+            if self.listener in ready:
+                self._accept()
+        return 0
+
+    def close_in_child(self) -> None:
+        """Drop what a forked child must not hold: the listener, the wake-up
+        pipe and the connections of the other workers."""
+        self.listener.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+        for conn in self.children.values():
+            conn.close()
+        self.children.clear()
+
+    def close(self) -> None:
+        """Stop listening, remove the server's private directory (the
+        supervisor made it for this server alone) and kill the workers."""
+        import shutil
+
+        self.listener.close()
+        shutil.rmtree(os.path.dirname(os.path.abspath(self.path)), ignore_errors=True)
+        for pid in list(self.children):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        _log("usage: python -m kagent_harness.forkserver SOCKET")
+        return 2
+    path = sys.argv[1]
+    from .worker import prepare
+
+    try:
+        kind = prepare(os.environ.get("KAGENT_DEVICE", "").strip())
+    except BaseException:  # noqa: BLE001
+        _log(f"start-up failed:\n{traceback.format_exc()}")
+        return 70
+    server = Server(path, kind)
+    try:
+        return server.serve()
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
