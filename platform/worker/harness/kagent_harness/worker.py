@@ -109,7 +109,11 @@ class Worker:
     def _drop(self, key: Tuple[str, str, str]) -> None:
         cand = self.candidates.pop(key, None)
         if cand is not None:
-            sys.modules.pop(cand.module.__name__, None)
+            if cand.module is not None:
+                sys.modules.pop(cand.module.__name__, None)
+            close = getattr(cand, "close", None)
+            if close is not None:
+                close()
 
     def static_check(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .failures import RequestError
@@ -271,32 +275,38 @@ def _setup_environment(kind: str) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
 
 
-def main() -> int:
-    channel = Channel()
-    kind = os.environ.get("KAGENT_DEVICE", "").strip()
+def prepare(kind: str) -> str:
+    """Import torch, triton and every harness module; returns the device kind
+    ("" picks cuda when available). Initialises no device: a fork server runs
+    this once and forks workers after it."""
+    import torch
+
+    if not kind:
+        kind = "cuda" if torch.cuda.is_available() else "cpu"
+    _setup_environment(kind)
+    from .launches import import_triton_parts, triton_module
+
+    if triton_module() is not None:
+        import_triton_parts()
+    # Import every harness module now: the guard watches them, and a copy
+    # changed on disk later (by a candidate) is never read by this process.
+    import importlib
+
+    from . import flops
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py") and name not in ("__init__.py", "worker.py", "launch.py"):
+            importlib.import_module(f"{__package__}.{name[:-3]}")
+
+    # FlopCounterMode (torch >= 2.1) too, before the guard's baseline.
+    flops.counter_module()
+    return kind
+
+
+def serve(channel: Channel, kind: str) -> int:
+    """Build the device and the worker, send hello and serve until the end."""
     try:
-        import torch
-
-        if not kind:
-            kind = "cuda" if torch.cuda.is_available() else "cpu"
-        _setup_environment(kind)
-        from .launches import import_triton_parts, triton_module
-
-        if triton_module() is not None:
-            import_triton_parts()
-        # Import every harness module now: the guard watches them, and a copy
-        # changed on disk later (by a candidate) is never read by this process.
-        import importlib
-
-        from . import flops
-
-        here = os.path.dirname(os.path.abspath(__file__))
-        for name in sorted(os.listdir(here)):
-            if name.endswith(".py") and name not in ("__init__.py", "worker.py"):  # worker.py runs as __main__
-                importlib.import_module(f"{__package__}.{name[:-3]}")
-
-        # FlopCounterMode (torch >= 2.1) too, before the guard's baseline.
-        flops.counter_module()
         from .device import Device
 
         device = Device(kind)
@@ -311,6 +321,17 @@ def main() -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     return code
+
+
+def main() -> int:
+    channel = Channel()
+    try:
+        kind = prepare(os.environ.get("KAGENT_DEVICE", "").strip())
+    except BaseException as exc:  # noqa: BLE001 - report start-up failure on the protocol
+        _log(f"start-up failed:\n{traceback.format_exc()}")
+        channel.send(error(0, "startup", f"worker start-up failed: {type(exc).__name__}: {exc}", True))
+        return EXIT_FATAL
+    return serve(channel, kind)
 
 
 if __name__ == "__main__":
