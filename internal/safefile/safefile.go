@@ -25,9 +25,20 @@ const (
 )
 
 // ErrUnsafe marks a file that is not read because of what it is (not a
-// regular file, a link leaving its folder, too large). The message says
-// which file and what to do.
+// regular file, a link leaving its folder, too large): errors.Is(err,
+// ErrUnsafe). The error's own message names the file and what to do, without
+// this sentinel's text.
 var ErrUnsafe = errors.New("unsafe file")
+
+// unsafeError is an error matching ErrUnsafe.
+type unsafeError struct{ msg string }
+
+func (e *unsafeError) Error() string        { return e.msg }
+func (e *unsafeError) Is(target error) bool { return target == ErrUnsafe }
+
+func unsafef(format string, args ...any) error {
+	return &unsafeError{msg: fmt.Sprintf(format, args...)}
+}
 
 // Read reads the file name of the folder root, at most limit bytes. name is
 // relative to root and may not leave it. A missing file gives an error
@@ -59,7 +70,7 @@ func Exists(root, name string) bool {
 func Resolve(root, name string) (string, error) {
 	shown := filepath.Join(root, name)
 	if filepath.IsAbs(name) || !filepath.IsLocal(name) {
-		return "", fmt.Errorf("%w: %s is outside %s", ErrUnsafe, name, root)
+		return "", unsafef("%s is outside %s", name, root)
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
@@ -73,12 +84,12 @@ func Resolve(root, name string) (string, error) {
 	target, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		if lst.Mode()&fs.ModeSymlink != 0 {
-			return "", fmt.Errorf("%w: %s is a symbolic link that leads nowhere readable (%v); replace it with the file itself", ErrUnsafe, shown, unwrapPath(err))
+			return "", unsafef("%s is a symbolic link that leads nowhere readable (%v); replace it with the file itself", shown, unwrapPath(err))
 		}
 		return "", pathErr(shown, err)
 	}
 	if !within(realRoot, target) {
-		return "", fmt.Errorf("%w: %s is a symbolic link to %s, outside %s; copy the file into the folder instead", ErrUnsafe, shown, target, root)
+		return "", unsafef("%s is a symbolic link to %s, outside %s; copy the file into the folder instead", shown, target, root)
 	}
 	p = target
 	st, err := os.Stat(p)
@@ -98,7 +109,7 @@ func readRegular(p, shown string, limit int64) ([]byte, error) {
 	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%w: %s was replaced by a symbolic link while it was read; replace it with the file itself", ErrUnsafe, shown)
+			return nil, unsafef("%s was replaced by a symbolic link while it was read; replace it with the file itself", shown)
 		}
 		return nil, pathErr(shown, &fs.PathError{Op: "open", Path: p, Err: err})
 	}
@@ -128,7 +139,7 @@ func regular(shown string, m fs.FileMode) error {
 	if m.IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is %s, not a regular file; replace it with the file itself", ErrUnsafe, shown, kind(m))
+	return unsafef("%s is %s, not a regular file; replace it with the file itself", shown, kind(m))
 }
 
 func kind(m fs.FileMode) string {
@@ -150,7 +161,7 @@ func kind(m fs.FileMode) string {
 }
 
 func tooLarge(shown string, size, limit int64) error {
-	return fmt.Errorf("%w: %s is %s, over kagent's limit of %s for this file; make it smaller", ErrUnsafe, shown, human(size), human(limit))
+	return unsafef("%s is %s, over kagent's limit of %s for this file; make it smaller", shown, human(size), human(limit))
 }
 
 func human(n int64) string {
