@@ -4,14 +4,57 @@
 // cursor, erase lines, set the window title or reorder text, and so repaint
 // a failure as a pass. Clean renders every such character as a visible
 // escape (ESC as \x1b, CR as \r, U+202E as \u202e), so the text still shows
-// what was there but the terminal interprets none of it.
+// what was there but the terminal interprets none of it. Characters past
+// ASCII are written as \uXXXX, which JSON reads back as the same character,
+// so cleaned JSON stays valid JSON.
+//
+// kagent's command line writes everything through a Writer, so no output
+// path can forget it.
 package termtext
 
 import (
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
+
+// Writer cleans everything written through it (as Clean: newlines and tabs
+// stay) before passing it on. A character split across two writes is held
+// until its last byte arrives. Safe for concurrent use.
+type Writer struct {
+	mu      sync.Mutex
+	w       io.Writer
+	pending []byte // the first bytes of an unfinished UTF-8 sequence
+}
+
+// NewWriter returns a Writer that writes cleaned text to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write cleans p and writes it; it reports len(p) when the cleaned text was
+// written whole.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	buf := append(w.pending, p...)
+	w.pending = nil
+	// Hold back a trailing sequence that is the start of a valid character.
+	for k := 1; k <= 3 && k <= len(buf); k++ {
+		tail := buf[len(buf)-k:]
+		if utf8.RuneStart(tail[0]) {
+			if tail[0] >= utf8.RuneSelf && !utf8.FullRune(tail) {
+				w.pending = append([]byte(nil), tail...)
+				buf = buf[:len(buf)-k]
+			}
+			break
+		}
+	}
+	if _, err := io.WriteString(w.w, Clean(string(buf))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
 
 // Clean returns s with every control character escaped: C0 controls but
 // newline and tab, DEL, C1 controls, bidirectional formatting characters
@@ -47,7 +90,7 @@ func clean(s string, oneLine bool) string {
 		case r == '\r':
 			b.WriteString(`\r`)
 		case unsafeRune(r):
-			if r < 0x100 {
+			if r < 0x80 {
 				fmt.Fprintf(&b, `\x%02x`, r)
 			} else {
 				fmt.Fprintf(&b, `\u%04x`, r)

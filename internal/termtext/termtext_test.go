@@ -1,6 +1,8 @@
 package termtext
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -13,7 +15,7 @@ func TestClean(t *testing.T) {
 		{"\x1b]0;pwned\x07title", `\x1b]0;pwned\x07title`, `\x1b]0;pwned\x07title`},
 		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", `\x1b]8;;http://x\x1b\link\x1b]8;;\x1b\`, `\x1b]8;;http://x\x1b\link\x1b]8;;\x1b\`},
 		{"FAIL\bPASS\x7f", `FAIL\x08PASS\x7f`, `FAIL\x08PASS\x7f`},
-		{"c1 csi \u009b2K and nel \u0085", `c1 csi \x9b2K and nel \x85`, `c1 csi \x9b2K and nel \x85`},
+		{"c1 csi \u009b2K and nel \u0085", `c1 csi \u009b2K and nel \u0085`, `c1 csi \u009b2K and nel \u0085`},
 		{"abc\u202edecaf", `abc\u202edecaf`, `abc\u202edecaf`},
 		{"\u2066iso\u2069 \u200fmark \ufeffbom", `\u2066iso\u2069 \u200fmark \ufeffbom`, `\u2066iso\u2069 \u200fmark \ufeffbom`},
 		{"nul\x00 bad\xff utf8", `nul\x00 bad\xff utf8`, `nul\x00 bad\xff utf8`},
@@ -55,5 +57,31 @@ func BenchmarkCleanSafe(b *testing.B) {
 	s := strings.Repeat("an ordinary reason, with no control characters. ", 20)
 	for b.Loop() {
 		_ = Clean(s)
+	}
+}
+
+// TestWriter: text written in pieces, characters split between writes
+// included, comes out as Clean makes it whole; cleaned JSON decodes to the
+// same values.
+func TestWriter(t *testing.T) {
+	in := "ok ✓ \x1b[2K\rPASSED \u202e末\n\tnext\u0085"
+	for split := 0; split <= len(in); split++ {
+		var b bytes.Buffer
+		w := NewWriter(&b)
+		for _, part := range []string{in[:split], in[split:]} {
+			if n, err := w.Write([]byte(part)); err != nil || n != len(part) {
+				t.Fatalf("Write = %d, %v", n, err)
+			}
+		}
+		if b.String() != Clean(in) {
+			t.Fatalf("split at %d: %q, want %q", split, b.String(), Clean(in))
+		}
+	}
+	js, _ := json.Marshal(map[string]string{"reason": in})
+	var b bytes.Buffer
+	_, _ = NewWriter(&b).Write(js)
+	var back map[string]string
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["reason"] != in {
+		t.Errorf("cleaned JSON %s: %v, %q", b.String(), err, back["reason"])
 	}
 }
