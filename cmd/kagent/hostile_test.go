@@ -154,7 +154,7 @@ func TestInterruptLeavesNoTemp(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill() }) // a test stuck below
+	t.Cleanup(func() { cmd.Process.Kill() })    // a test stuck below
 	deadline := time.Now().Add(5 * time.Minute) // a hang guard, not a timing assertion
 	for {
 		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
