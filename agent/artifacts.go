@@ -82,18 +82,23 @@ func (a *artifacts) writePrompt(rel string, p prompts.Prompt) error {
 	return a.write(rel, []byte(b.String()))
 }
 
-// copyInputs copies the kernel dir's files into input/.
+// copyInputs writes the kernel dir's files into input/ as they were read
+// when the dir was loaded (not read again); problem.py and test.py are
+// read-only there, like the pinned copies the workers load.
 func (a *artifacts) copyInputs(t *kerneldir.Task) error {
-	for _, p := range []string{t.ProblemPath, t.KernelPath, t.TestPath, t.OptionsPath} {
-		if p == "" {
+	for _, f := range []struct {
+		path, src string
+		perm      os.FileMode
+	}{
+		{t.ProblemPath, t.ProblemSource, 0o444}, {t.KernelPath, t.KernelSource, 0o644},
+		{t.TestPath, t.TestSource, 0o444}, {t.OptionsPath, t.OptionsSource, 0o644},
+	} {
+		if f.path == "" {
 			continue
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("copy input %s: %w", p, err)
-		}
-		if err := a.write(filepath.Join("input", filepath.Base(p)), b); err != nil {
-			return err
+		rel := filepath.Join("input", filepath.Base(f.path))
+		if err := atomicfile.Write(a.path(rel), []byte(f.src), f.perm); err != nil {
+			return fmt.Errorf("copy input %s: %w", rel, err)
 		}
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kagent-dev/kagent/internal/termtext"
 )
 
 // Event kinds written with --events (one JSON line each).
@@ -103,7 +105,7 @@ func (e *emitter) emit(ev Event) {
 	}
 	if e.progress != nil {
 		if line := progressLine(ev); line != "" {
-			fmt.Fprintln(e.progress, line)
+			fmt.Fprintln(e.progress, termtext.Line(line))
 		}
 	}
 }

@@ -84,6 +84,10 @@ func Run(ctx context.Context, in RunInput) (Result, error) {
 		return Result{}, fmt.Errorf("start run: %w", err)
 	}
 	l.runID = run.ID
+	if err := l.recordProblem(ctx); err != nil {
+		_ = l.st.FinishRun(context.WithoutCancel(ctx), run.ID, store.RunFailed, err.Error())
+		return Result{}, fmt.Errorf("start run: %w", err)
+	}
 	dir := in.RunDir
 	if dir == "" {
 		dir = defaultRunDir(in.Task.Dir, run.ID)
@@ -130,6 +134,9 @@ func Resume(ctx context.Context, in RunInput, runID string) (Result, error) {
 		return Result{}, fmt.Errorf("resume run %s: %w: it ran strategy %s, not %s", runID, ErrNotResumable, rs.Run.Strategy, l.cfg.Strategy)
 	}
 	l.runID, l.resumed, l.prior = runID, true, rs.Usage
+	if err := l.checkProblem(ctx); err != nil {
+		return Result{}, err
+	}
 	if err := l.st.ReopenRun(ctx, runID); err != nil {
 		return Result{}, fmt.Errorf("resume run %s: %w", runID, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/internal/atomicfile"
+	"github.com/kagent-dev/kagent/internal/safefile"
 )
 
 // DefaultOptions is the kagent.yaml Prepare writes: the defaults spelled out,
@@ -32,7 +33,13 @@ atomics: false         # two runs on the same inputs must agree bit for bit
 // kagent.yaml with the defaults and the given name ("": the problem file's
 // name without .py). A kernel already in dir is left alone.
 func Prepare(dir, problem, name string) error {
-	src, err := os.ReadFile(problem)
+	if real, err := filepath.EvalSymlinks(problem); err == nil {
+		problem = real // the file the user named, wherever a link of theirs points
+	}
+	src, err := safefile.ReadPath(problem, safefile.MaxPython)
+	if errors.Is(err, safefile.ErrUnsafe) {
+		return fmt.Errorf("prepare kernel dir: %w: %w", kerneldir.ErrInvalid, err)
+	}
 	if err != nil {
 		return fmt.Errorf("prepare kernel dir: %w", err)
 	}
@@ -40,7 +47,7 @@ func Prepare(dir, problem, name string) error {
 		return fmt.Errorf("prepare kernel dir: %w", err)
 	}
 	dst := filepath.Join(dir, kerneldir.ProblemFile)
-	switch have, err := os.ReadFile(dst); {
+	switch have, err := safefile.Read(dir, kerneldir.ProblemFile, safefile.MaxPython); {
 	case err == nil && !bytes.Equal(have, src):
 		return fmt.Errorf("prepare kernel dir: %w: %s holds another problem than %s; choose another folder",
 			kerneldir.ErrInvalid, dst, problem)

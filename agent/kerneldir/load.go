@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kagent-dev/kagent/internal/safefile"
 	"github.com/kagent-dev/kagent/platform/worker/harness"
 )
 
@@ -60,20 +61,26 @@ func Load(ctx context.Context, dir string, o LoadOptions) (*Task, error) {
 	}
 	t := &Task{Dir: abs, Name: filepath.Base(abs)}
 	rel := func(name string) string { return filepath.Join(dir, name) }
+	read := func(name string, limit int64) ([]byte, error) {
+		b, err := safefile.Read(dir, name, limit)
+		if errors.Is(err, safefile.ErrUnsafe) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return b, err
+	}
 
-	t.ProblemPath = filepath.Join(abs, ProblemFile)
-	src, err := os.ReadFile(t.ProblemPath)
+	src, err := read(ProblemFile, safefile.MaxPython)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s not found (the PyTorch reference: class Model, get_inputs(), get_init_inputs())", ErrInvalid, rel(ProblemFile))
 		}
-		return nil, fmt.Errorf("%s: %w", rel(ProblemFile), err)
+		return nil, err
 	}
-	t.ProblemSource = string(src)
+	t.ProblemSource, t.ProblemSHA256 = string(src), Sum(src)
 
 	var kernels []string
 	for _, name := range []string{InputFile, KernelFile} {
-		if _, err := os.Stat(filepath.Join(abs, name)); err == nil {
+		if safefile.Exists(abs, name) {
 			kernels = append(kernels, name)
 		}
 	}
@@ -82,39 +89,53 @@ func Load(ctx context.Context, dir string, o LoadOptions) (*Task, error) {
 		return nil, fmt.Errorf("%w: %s holds both input.py and kernel.py; keep the starting kernel in one of them", ErrInvalid, dir)
 	case len(kernels) == 1:
 		t.KernelPath = filepath.Join(abs, kernels[0])
-		b, err := os.ReadFile(t.KernelPath)
+		b, err := read(kernels[0], safefile.MaxPython)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", rel(kernels[0]), err)
+			return nil, err
 		}
 		t.KernelSource = string(b)
 	case o.RequireKernel:
 		return nil, fmt.Errorf("%w: %s has no input.py (or kernel.py) holding the Triton kernel to optimize; `kagent generate` can write a first one", ErrInvalid, dir)
 	}
-	if _, err := os.Stat(filepath.Join(abs, TestFile)); err == nil {
-		t.TestPath = filepath.Join(abs, TestFile)
+	if safefile.Exists(abs, TestFile) {
+		b, err := read(TestFile, safefile.MaxPython)
+		if err != nil {
+			return nil, err
+		}
+		t.TestPath, t.TestSource, t.TestSHA256 = filepath.Join(abs, TestFile), string(b), Sum(b)
 	}
-	if err := loadOptions(t, rel(OptionsFile)); err != nil {
+	if err := loadOptions(t, dir); err != nil {
 		return nil, err
 	}
 	if t.Options.Name != "" {
 		t.Name = t.Options.Name
 	}
-	if err := staticCheck(ctx, t, dir, o); err != nil {
+	cache := o.CacheDir
+	if cache == "" {
+		cache = harness.CacheDir()
+	}
+	if err := t.pinFiles(cache); err != nil {
+		return nil, err
+	}
+	if err := staticCheck(ctx, t, dir, cache, o); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func loadOptions(t *Task, shown string) error {
-	p := filepath.Join(t.Dir, OptionsFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+func loadOptions(t *Task, dir string) error {
+	shown := filepath.Join(dir, OptionsFile)
+	if !safefile.Exists(t.Dir, OptionsFile) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", shown, err)
+	data, err := safefile.Read(dir, OptionsFile, safefile.MaxYAML)
+	if errors.Is(err, safefile.ErrUnsafe) {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	t.OptionsPath = p
+	if err != nil {
+		return err
+	}
+	t.OptionsPath, t.OptionsSource = filepath.Join(t.Dir, OptionsFile), string(data)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&t.Options); err != nil && !errors.Is(err, io.EOF) {
@@ -197,11 +218,7 @@ type checkReport struct {
 
 // staticCheck parses the Python files (without importing them) and checks that
 // they define what kagent calls.
-func staticCheck(ctx context.Context, t *Task, shownDir string, o LoadOptions) error {
-	cache := o.CacheDir
-	if cache == "" {
-		cache = harness.CacheDir()
-	}
+func staticCheck(ctx context.Context, t *Task, shownDir, cache string, o LoadOptions) error {
 	hdir, err := harness.Install(cache)
 	if err != nil {
 		return err

@@ -37,15 +37,25 @@ type Options struct {
 
 // Task is a loaded and checked kernel dir. Paths are absolute.
 type Task struct {
-	Dir         string
-	Name        string
+	Dir  string
+	Name string
+	// ProblemPath is the pinned copy of the kernel dir's problem.py (see
+	// pin.go): what workers load. TestPath likewise for test.py.
 	ProblemPath string
-	KernelPath  string // input.py or kernel.py
+	KernelPath  string // input.py or kernel.py, in the kernel dir
 	TestPath    string // "" when there is no test.py
 	OptionsPath string // "" when there is no kagent.yaml
 	Entry       Entry
 	Options     Options
-	// ProblemSource and KernelSource are the files' contents at load time.
+	// The files' contents, read once at load time.
 	ProblemSource string
 	KernelSource  string
+	TestSource    string
+	OptionsSource string
+	// ProblemSHA256 and TestSHA256 identify the problem a run judges
+	// against; a resumed run must find the same.
+	ProblemSHA256 string
+	TestSHA256    string
+
+	pinCache string // where ProblemPath and TestPath were pinned
 }

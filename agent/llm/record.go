@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/kagent-dev/kagent/internal/safefile"
 )
 
 // recordVersion is the format version of exchange files.
@@ -140,9 +142,9 @@ func loadExchanges(dir string) ([]Exchange, error) {
 	slices.Sort(names)
 	var out []Exchange
 	for _, n := range names {
-		b, err := os.ReadFile(n)
+		b, err := safefile.Read(dir, filepath.Base(n), safefile.MaxJSON)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read exchange: %w", err)
 		}
 		var e Exchange
 		if err := json.Unmarshal(b, &e); err != nil {

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kagent-dev/kagent/agent/llm/llmtest"
 )
@@ -114,5 +116,32 @@ func TestReplayHandWritten(t *testing.T) {
 		if _, err := rp.Complete(context.Background(), Request{Purpose: PurposeDiagnose, Messages: []Message{User("x")}}); !errors.Is(err, ErrReplayMiss) {
 			t.Errorf("%s: a purpose with no record: %v", match, err)
 		}
+	}
+}
+
+// TestReplayRefusesHostileTranscripts: a transcript dir entry that is a
+// FIFO or a link out of the dir is refused at once, naming it, instead of
+// blocking the replayer or reading another file.
+func TestReplayRefusesHostileTranscripts(t *testing.T) {
+	for name, mk := range map[string]func(p string) error{
+		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"symlink": func(p string) error { return os.Symlink("/dev/zero", p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := mk(filepath.Join(dir, "optimize-0000000000000000-001.json")); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := NewReplayer(dir); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "optimize-0000000000000000-001.json") {
+					t.Errorf("NewReplayer = %v", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("NewReplayer blocked")
+			}
+		})
 	}
 }

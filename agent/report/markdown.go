@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/kagent-dev/kagent/internal/termtext"
 )
 
 // Markdown renders report.md: the summary first (best time, speedups over
@@ -365,7 +367,10 @@ func code(s string) string {
 // cell makes text safe inside a table cell: one line, pipes escaped.
 func cell(s string) string { return strings.ReplaceAll(oneLine(s), "|", `\|`) }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine folds text onto one line with its control characters escaped:
+// reasons and directions come from candidates and LLM replies, and a
+// report is often read with cat or less in a terminal.
+func oneLine(s string) string { return strings.Join(strings.Fields(termtext.Line(s)), " ") }
 
 func clip(s string, n int) string {
 	s = oneLine(s)

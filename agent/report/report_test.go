@@ -403,3 +403,22 @@ func TestHostBoundBaseline(t *testing.T) {
 		t.Errorf("report.json baselines: %+v", r.Baselines)
 	}
 }
+
+// TestMarkdownEscapesControlText: a reason, direction or note carrying
+// terminal escapes (from a candidate or an LLM reply) is written inert.
+func TestMarkdownEscapesControlText(t *testing.T) {
+	d := nothingCorrect()
+	d.Candidates[0].Reason = "mismatch\x1b[2K\rPASSED\u202e"
+	d.Candidates[0].Direction = "\x1b]0;title\x07fuse"
+	d.Notes = []string{"note\x1b[1A"}
+	md, err := Markdown(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.IndexFunc(string(md), func(r rune) bool { return r == 0x1b || r == '\r' || r == 0x07 || r == 0x202e }); i >= 0 {
+		t.Fatalf("report.md holds a control character at %d:\n%q", i, md)
+	}
+	if !strings.Contains(string(md), `mismatch\x1b[2K\rPASSED\u202e`) {
+		t.Errorf("the reason is not shown escaped:\n%s", md)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/internal/termtext"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=...".
@@ -19,6 +20,11 @@ func newApp() *cli.App {
 		Usage:                "make Triton GPU kernels faster: profile, diagnose, rewrite, verify, time",
 		Version:              Version,
 		EnableBashCompletion: true,
+		// Worker errors, candidates' exception text, check reasons and LLM
+		// replies reach the terminal through these: every control character
+		// is shown escaped, none acts on the terminal.
+		Writer:    termtext.NewWriter(os.Stdout),
+		ErrWriter: termtext.NewWriter(os.Stderr),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"KAGENT_LOG_LEVEL"}},
 		},

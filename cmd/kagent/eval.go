@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kagent-dev/kagent/internal/safefile"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker"
 )
@@ -132,7 +134,15 @@ func openKernel(c *cli.Context, verb string) (*runSetup, platform.Session, platf
 	}
 	cand = platform.Candidate{ID: "input", Path: s.task.KernelPath, Source: s.task.KernelSource}
 	if k := c.String("kernel"); k != "" {
-		cand = platform.Candidate{ID: "kernel", Path: absPath(k)}
+		p := absPath(k)
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real // the file the user named, wherever a link of theirs points
+		}
+		src, err := safefile.ReadPath(p, safefile.MaxPython)
+		if err != nil {
+			return nil, nil, cand, usageError("--kernel: %v", err)
+		}
+		cand = platform.Candidate{ID: "kernel", Path: p, Source: string(src)}
 	}
 	sess, err := s.platform.Open(c.Context, s.task)
 	if err != nil {

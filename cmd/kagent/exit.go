@@ -10,6 +10,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/internal/termtext"
 	"github.com/kagent-dev/kagent/platform"
 )
 
@@ -83,9 +84,9 @@ func report(w io.Writer, err error) int {
 	return code
 }
 
-// oneLine folds a message onto one line.
+// oneLine folds a message onto one line, its control characters escaped.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.Fields(termtext.Line(s)), " ")
 }
 
 // absPath makes p absolute (best effort).

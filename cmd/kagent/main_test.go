@@ -19,6 +19,7 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "kagent")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		panic("build kagent: " + err.Error() + "\n" + string(out))
 	}
 	// The kernels of these tests are plain torch (the CLI is under test);

@@ -409,12 +409,14 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string, log *slog.Logger)
 	if err := os.MkdirAll(filepath.Join(runDir, "input"), 0o755); err != nil {
 		return fmt.Errorf("create run dir: %w", err)
 	}
-	for _, p := range []string{s.task.ProblemPath, s.task.KernelPath, s.task.TestPath, s.task.OptionsPath} {
-		if p == "" {
+	// The files as they were read when the kernel dir was loaded.
+	for _, f := range [][2]string{{s.task.ProblemPath, s.task.ProblemSource}, {s.task.KernelPath, s.task.KernelSource},
+		{s.task.TestPath, s.task.TestSource}, {s.task.OptionsPath, s.task.OptionsSource}} {
+		if f[0] == "" {
 			continue
 		}
-		if err := copyFile(p, filepath.Join(runDir, "input", filepath.Base(p))); err != nil {
-			return err
+		if err := os.WriteFile(filepath.Join(runDir, "input", filepath.Base(f[0])), []byte(f[1]), 0o644); err != nil {
+			return fmt.Errorf("write input copy: %w", err)
 		}
 	}
 	cfgYAML, err := yaml.Marshal(s.cfg)
@@ -530,15 +532,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	return nil
 }

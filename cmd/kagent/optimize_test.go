@@ -212,10 +212,10 @@ func TestOptimizeInterruptThenResume(t *testing.T) {
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	werr := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted || !strings.Contains(stderr.String(), "--resume") {
-		t.Fatalf("after SIGINT: %v\n%s", err, stderr.String())
+	if !errors.As(werr, &ee) || ee.ExitCode() != ExitInterrupted || !strings.Contains(stderr.String(), "--resume") {
+		t.Fatalf("after SIGINT: %v\n%s", werr, stderr.String())
 	}
 	r := run(t, dir, "runs", "list")
 	fields := strings.Fields(strings.Split(r.stdout, "\n")[1])
@@ -223,6 +223,21 @@ func TestOptimizeInterruptThenResume(t *testing.T) {
 		t.Fatalf("runs list after SIGINT:\n%s", r.stdout)
 	}
 	fast := scriptedServer(t, "fast.py")
+	// The run judges against the problem it started with: a changed
+	// problem.py is refused, the original resumes.
+	problem := filepath.Join(dir, "problem.py")
+	orig, err := os.ReadFile(problem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(problem, append(orig, []byte("\n# changed\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oneLineError(t, run(t, dir, "optimize", "--kernel-dir", ".", "--resume", fields[0], "--llm-base-url", fast.BaseURL()),
+		ExitUsage, "cannot be resumed", "problem.py changed since the run started")
+	if err := os.WriteFile(problem, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r = run(t, dir, "optimize", "--kernel-dir", ".", "--resume", fields[0], "--llm-base-url", fast.BaseURL())
 	if r.code != ExitOK || !strings.Contains(r.stdout, "resumed") {
 		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -27,6 +27,21 @@ type LoadRequest struct {
 	AllowInplace bool           `json:"allow_inplace"`
 	Atomics      bool           `json:"atomics"`
 	TestPath     string         `json:"test_path"`
+
+	// repin restores the pinned problem files before a load (see
+	// kerneldir.Task.Repin); nil for a request not built from a task.
+	repin func() error
+}
+
+// Repin makes the problem files the request names hold what kagent read
+// from the kernel dir again, in case code that ran as the same user changed
+// them. Every load calls it; so must anything else that hands the request's
+// paths to a new process (a profiler's wrapper).
+func (r LoadRequest) Repin() error {
+	if r.repin == nil {
+		return nil
+	}
+	return r.repin()
 }
 
 // TensorInfo describes one input or output tensor.
@@ -69,6 +84,7 @@ func NewLoadRequest(t *kerneldir.Task, secretSeed int64) LoadRequest {
 		AllowInplace: t.Options.AllowInplace,
 		Atomics:      t.Options.Atomics,
 		TestPath:     t.TestPath,
+		repin:        t.Repin,
 	}
 }
 
@@ -138,6 +154,9 @@ func (e *Engine) with(ctx context.Context, fn func(w *Lease, problemID string) e
 	pid, ok := e.loaded[l.Worker]
 	e.mu.Unlock()
 	if !ok {
+		if err := e.req.Repin(); err != nil {
+			return &ProblemError{Err: err}
+		}
 		var info ProblemInfo
 		if err := l.Call(ctx, "load_problem", e.req, &info, e.opts.LoadTimeout); err != nil {
 			return &ProblemError{Err: err}

@@ -120,6 +120,10 @@ func startForkServer(ctx context.Context, o Options, isolate bool) (*forkServer,
 	if err != nil {
 		return nil, fmt.Errorf("fork server: %w", err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, tmpDir), 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("fork server: %w", err)
+	}
 	hdir := filepath.Join(dir, "h")
 	if _, err := harness.Write(hdir); err != nil {
 		os.RemoveAll(dir)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 )
 
 // Pool keeps one worker per slot (one slot per GPU) and, for each slot, a warm
@@ -16,6 +15,13 @@ type Pool struct {
 	idle  chan *slot
 	slots []*slot
 	spare bool
+
+	// Spares start under spareCtx; Close cancels it and waits for every
+	// start in flight, so none outlives the pool (with its process and its
+	// temporary folder).
+	spareCtx    context.Context
+	spareCancel context.CancelFunc
+	spares      sync.WaitGroup
 
 	closeOnce sync.Once
 }
@@ -44,6 +50,7 @@ func NewPool(ctx context.Context, opts []Options, spare bool, log *slog.Logger) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{log: log, idle: make(chan *slot, len(opts)), spare: spare}
+	p.spareCtx, p.spareCancel = context.WithCancel(context.Background())
 	errs := make(chan error, len(opts))
 	for i, o := range opts {
 		s := &slot{index: i, opts: o}
@@ -82,18 +89,20 @@ func (p *Pool) Hello() Hello { return p.slots[0].w.Hello() }
 // startSpare starts a replacement worker for s in the background.
 func (p *Pool) startSpare(s *slot) {
 	s.spareMu.Lock()
-	if s.starting || s.spareW != nil {
+	if s.starting || s.spareW != nil || p.spareCtx.Err() != nil {
 		s.spareMu.Unlock()
 		return
 	}
 	s.starting = true
+	p.spares.Add(1)
 	s.spareMu.Unlock()
 	go func() {
-		w, err := Start(context.Background(), s.opts)
+		defer p.spares.Done()
+		w, err := Start(p.spareCtx, s.opts)
 		s.spareMu.Lock()
 		s.spareW, s.spareErr, s.starting = w, err, false
 		s.spareMu.Unlock()
-		if err != nil {
+		if err != nil && p.spareCtx.Err() == nil {
 			p.log.Warn("warm spare failed to start", "slot", s.index, "err", err)
 		}
 	}()
@@ -162,6 +171,15 @@ func (p *Pool) Restarts(i int) int { return p.slots[i].restarts }
 // Close stops every worker and spare.
 func (p *Pool) Close() error {
 	p.closeOnce.Do(func() {
+		// Spares still starting stop (their starts are cancelled) and are
+		// closed before Close returns: kagent may exit right after.
+		for _, s := range p.slots {
+			s.spareMu.Lock()
+		}
+		p.spareCancel()
+		for _, s := range p.slots {
+			s.spareMu.Unlock()
+		}
 		var wg sync.WaitGroup
 		for _, s := range p.slots {
 			for _, w := range []*Worker{s.w, s.takeSpare()} {
@@ -173,23 +191,11 @@ func (p *Pool) Close() error {
 			}
 		}
 		wg.Wait()
-		// A spare still starting is closed when it arrives.
+		p.spares.Wait()
 		for _, s := range p.slots {
-			go func() {
-				deadline := time.Now().Add(10 * time.Minute)
-				for time.Now().Before(deadline) {
-					s.spareMu.Lock()
-					starting := s.starting
-					s.spareMu.Unlock()
-					if !starting {
-						break
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-				if w := s.takeSpare(); w != nil {
-					_ = w.Close()
-				}
-			}()
+			if w := s.takeSpare(); w != nil {
+				_ = w.Close()
+			}
 		}
 	})
 	return nil

@@ -248,6 +248,9 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 	if _, err := harness.Install(s.cache); err != nil {
 		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
 	}
+	if err := s.Engine.req.Repin(); err != nil {
+		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
+	}
 	// The profiled process builds the problem's inputs itself: when the two
 	// copies may not fit on the device together, free the worker's first
 	// (it loads the problem again on its next request).

@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,6 +137,13 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 		}
 		w.workDir = o.WorkDir
 	}
+	// The worker's temporary files (Python's tempfile, torch.compile's
+	// cache, the user test's copies, whatever a candidate writes) go to a
+	// folder of its own that Close removes: nothing is left in $TMPDIR.
+	if err := os.MkdirAll(filepath.Join(w.workDir, tmpDir), 0o700); err != nil {
+		w.cleanup()
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
 	var fs *forkServer
 	if fork && len(o.Command) == 0 && o.HarnessDir == "" {
 		var err error
@@ -181,6 +190,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 			w.cleanup()
 			return start(ctx, o, false)
 		}
+		w.cleanup()
 		if strings.Contains(err.Error(), "No module named 'torch'") {
 			return nil, fmt.Errorf("start worker: %s has no torch: point --python (or KAGENT_PYTHON) at a Python that has it (kagent doctor lists what it finds): %w", w.opts.Python, err)
 		}
@@ -491,10 +501,34 @@ func (w *Worker) Close() error {
 	return nil
 }
 
+// tmpDir is the folder of the work dir that is the worker's TMPDIR.
+const tmpDir = "tmp"
+
+// cleanup removes the worker's own directory (or, in a work dir it was
+// given, its temporary folder). Call it only once the process has exited.
 func (w *Worker) cleanup() {
-	if w.ownDir && w.workDir != "" {
-		_ = os.RemoveAll(w.workDir)
+	switch {
+	case w.workDir == "":
+	case w.ownDir:
+		removeAll(w.workDir)
+	default:
+		removeAll(filepath.Join(w.workDir, tmpDir))
 	}
+}
+
+// removeAll removes dir even where code run by the worker took away the
+// write or search permission of folders inside it.
+func removeAll(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() || err != nil {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
 }
 
 // encodeRequest merges id and op into the request's JSON object.
@@ -545,6 +579,7 @@ func scrubbedEnv(environ []string, workDir string, o Options) []string {
 		"PYTHONDONTWRITEBYTECODE=1",
 		"PYTHONUNBUFFERED=1",
 		"KAGENT_DEVICE="+o.Device,
+		"TMPDIR="+filepath.Join(workDir, tmpDir),
 	)
 	return append(env, o.Env...)
 }

@@ -1,7 +1,8 @@
 """A stand-in worker for supervisor tests: speaks the protocol, misbehaves on request.
 
 FAKE_START: "ok" (default), "silent" (never says hello), "garbage" (junk instead of hello),
-"die" (exits before hello).
+"die" (exits before hello), "first" (ok when FAKE_MARK does not exist yet, creating it;
+silent after that: a pool's spare that never gets ready).
 """
 import json
 import os
@@ -9,12 +10,19 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 out = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(2, 1)
 
 mode = os.environ.get("FAKE_START", "ok")
+if mode == "first":
+    try:
+        os.close(os.open(os.environ["FAKE_MARK"], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        mode = "ok"
+    except FileExistsError:
+        mode = "silent"
 if mode == "silent":
     time.sleep(3600)
 if mode == "garbage":
@@ -70,6 +78,18 @@ for line in sys.stdin:
         sys.stdout.write("x" * req["bytes"])
         sys.stdout.flush()
         send({"id": rid, "ok": True, "result": {}})
+    elif op == "litter":
+        # Temporary files as a candidate might leave them: a folder under
+        # tempfile's dir holding a file and a folder with no permissions.
+        d = tempfile.mkdtemp(prefix="litter-")
+        with open(os.path.join(d, "f"), "w") as f:
+            f.write("x")
+        locked = os.path.join(d, "locked")
+        os.mkdir(locked)
+        with open(os.path.join(locked, "g"), "w") as f:
+            f.write("y")
+        os.chmod(locked, 0)
+        send({"id": rid, "ok": True, "result": {"dir": d}})
     elif op == "shutdown":
         break
     else:
