@@ -9,10 +9,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kagent-dev/kagent/internal/sandbox"
 	_ "github.com/kagent-dev/kagent/platform/all"
 )
 
 func main() {
+	sandbox.Main() // runs a sandbox's init when kagent was started as one
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp().RunContext(ctx, os.Args)
 	stop()
