@@ -90,6 +90,15 @@ func runHelper(action string) int {
 			return 1
 		}
 		fmt.Println("ok")
+	case "reopen-stdout":
+		// Python code reopens its own pipes through /proc: that must work.
+		f, err := os.OpenFile("/proc/self/fd/1", os.O_WRONLY, 0)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Fprintln(f, "reopened")
+		f.Close()
 	case "exit":
 		return envInt("SANDBOX_TEST_CODE")
 	case "kill-self":
@@ -325,6 +334,11 @@ var moves = map[string]func() error{
 			}
 		}
 		return errors.New("no interface is up")
+	},
+	"write-proc": func() error {
+		// Writable by the uid's DAC rights; Landlock allows /proc only
+		// to be read.
+		return os.WriteFile("/proc/self/comm", []byte("renamed"), 0)
 	},
 	"read-host-secret": func() error {
 		_, err := os.ReadFile(os.Getenv("SANDBOX_TEST_SECRET"))

@@ -73,7 +73,9 @@ import (
 // Policy is what the sandboxed program may see and use.
 type Policy struct {
 	// ReadOnly are host paths (files or directories) visible read-only at
-	// the same path. Every path must exist.
+	// the same path. Every path must exist. Paths under /sys are allowed
+	// here only (e.g. /sys/devices/system/cpu for CPU topology); /proc and
+	// /dev are the sandbox's own.
 	ReadOnly []string
 	// ReadWrite are host paths visible read-write at the same path. Every
 	// path must exist.
@@ -131,8 +133,8 @@ const ExitSetupFailed = 125
 // p. argv[0] is an absolute path or a name looked up in the PATH of p.Env
 // (on the host; the directory must be visible inside).
 //
-// The caller sets Stdin, Stdout, Stderr and may set Stdin-style pipes,
-// WaitDelay and, in SysProcAttr, Setpgid, Pgid or Setsid. It must not change
+// The caller sets Stdin, Stdout, Stderr (or takes their pipes), may set
+// Cancel and WaitDelay and, in SysProcAttr, Setpgid, Pgid or Setsid. It must not change
 // Path, Args, Env, ExtraFiles (use Policy.ExtraFiles) or the SysProcAttr
 // fields Command sets: Cloneflags, UidMappings, GidMappings,
 // GidMappingsEnableSetgroups and Pdeathsig. The init gets SIGKILL when the
@@ -195,7 +197,7 @@ type config struct {
 }
 
 // reserved are the paths the sandbox builds itself.
-var reserved = []string{"/proc", "/dev", "/sys"}
+var reserved = []string{"/proc", "/dev"}
 
 // plan checks p and turns it into the init's config: symlinks resolved
 // (and recreated), binds ordered parents first.
@@ -238,6 +240,9 @@ func plan(p Policy, argv []string) (config, error) {
 			return fmt.Errorf("%w: %s: %w", ErrPolicy, path, err)
 		}
 		for _, l := range append(ls, mountEntry{Path: real}) {
+			if kind == kindRW && (l.Path == "/sys" || strings.HasPrefix(l.Path, "/sys/")) {
+				return fmt.Errorf("%w: %s: /sys can only be bound read-only", ErrPolicy, path)
+			}
 			if l.Path == "/" {
 				return fmt.Errorf("%w: %s: binding the whole root is not allowed", ErrPolicy, path)
 			}

@@ -52,9 +52,11 @@ func self(t *testing.T) string {
 }
 
 // helperPolicy runs the test binary's action with the extra environment.
+// The system's libraries are there for a test binary linked dynamically
+// (as -race builds are).
 func helperPolicy(t *testing.T, action string, env ...string) sandbox.Policy {
 	return sandbox.Policy{
-		ReadOnly: []string{self(t)},
+		ReadOnly: append(systemPaths(), self(t)),
 		Env:      append([]string{helperEnv + "=" + action}, env...),
 		TmpMiB:   16,
 	}
@@ -123,7 +125,7 @@ func TestProbe(t *testing.T) {
 
 // TestAdversary: each move of a program that is root in the sandbox fails.
 func TestAdversary(t *testing.T) {
-	available(t)
+	r := available(t)
 	roDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(roDir, "existing"), []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
@@ -153,13 +155,16 @@ func TestAdversary(t *testing.T) {
 		"setns-init", "proc1-root", "proc1-environ", "proc1-fd", "ptrace-init", "vm-read-init", "mknod-char",
 		"mknodat-block", "raise-nofile", "raise-core", "kill-host", "unix-socket-path", "unix-socket-abstract",
 		"tcp-loopback", "interface-up", "read-host-secret", "read-shadow", "read-host-home", "write-sysctl",
-		"sysrq", "write-dev", "open-tty", "tiocsti", "bpf", "keyctl",
+		"sysrq", "write-dev", "open-tty", "tiocsti", "bpf", "keyctl", "write-proc",
 	}
 	if len(names) != len(moves) {
 		t.Fatalf("%d moves listed, %d defined", len(names), len(moves))
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			if name == "write-proc" && r.LandlockABI == 0 {
+				t.Skip("only Landlock stops it")
+			}
 			p := helperPolicy(t, name, env...)
 			p.ReadOnly = append(p.ReadOnly, roDir)
 			p.Limits.OpenFiles = 256
@@ -324,6 +329,14 @@ func TestFiles(t *testing.T) {
 	}
 }
 
+// TestReopenOwnPipe: the program can reopen its stdout through /proc.
+func TestReopenOwnPipe(t *testing.T) {
+	available(t)
+	if o := run(t, helperPolicy(t, "reopen-stdout")); o.code != 0 || o.stdout != "reopened\n" {
+		t.Errorf("exit %d, stdout %q, stderr %s", o.code, o.stdout, o.stderr)
+	}
+}
+
 // TestExitStatus: exit codes pass through; a signal becomes 128+N.
 func TestExitStatus(t *testing.T) {
 	available(t)
@@ -426,6 +439,7 @@ func TestSetupErrors(t *testing.T) {
 		{ReadWrite: []string{"/proc/self"}},
 		{ReadOnly: []string{"/dev/null"}},
 		{Devices: []string{"/etc/passwd"}},
+		{ReadWrite: []string{"/sys/kernel"}},
 	} {
 		if _, err := sandbox.Command(p, []string{"/bin/true"}); !errors.Is(err, sandbox.ErrPolicy) {
 			t.Errorf("policy %+v: %v, want ErrPolicy", p, err)
@@ -510,7 +524,7 @@ func TestPython(t *testing.T) {
 		}
 	}
 	cmd, err := sandbox.Command(sandbox.Policy{
-		ReadOnly: paths,
+		ReadOnly: append(paths, "/sys/devices/system/cpu"),
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "OMP_NUM_THREADS=1"},
 		Dir:      "/tmp",
 	}, []string{py, "-c", "import torch, os; print(torch.__version__, sorted(os.listdir('/')))"})
