@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kagent-dev/kagent/internal/sandbox"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker/harness"
 )
@@ -102,6 +103,7 @@ func doctorCommand() *cli.Command {
 			t.row("ncu", ncu.status, ncu.detail)
 			rp := toolLine(ctx, "rocprofv3", "--version")
 			t.row("rocprofv3", rp.status, rp.detail)
+			t.row(sandboxRow(sandbox.Probe()))
 			if name, err := platform.Detect(platform.SystemProbe()); err == nil {
 				t.row("platform", "ok", name+" (auto-detected)")
 			} else {
@@ -120,6 +122,14 @@ func doctorCommand() *cli.Command {
 			return t.flush()
 		},
 	}
+}
+
+// sandboxRow says whether candidates can run in kagent's OS sandbox here.
+func sandboxRow(r sandbox.Report) (string, string, string) {
+	if !r.Available {
+		return "sandbox", "unavailable", r.Reason + "; candidates can run only unsandboxed, by explicit opt-in"
+	}
+	return "sandbox", "ok", r.String()
 }
 
 // cpuPlatformRow says whether the cpu platform can run Triton kernels here.

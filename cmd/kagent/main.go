@@ -9,11 +9,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kagent-dev/kagent/internal/sandbox"
 	_ "github.com/kagent-dev/kagent/platform/all"
 	"github.com/kagent-dev/kagent/platform/worker"
 )
 
 func main() {
+	sandbox.Main() // runs a sandbox's init when kagent was started as one
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp().RunContext(ctx, os.Args)
 	stop()

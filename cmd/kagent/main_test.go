@@ -199,7 +199,7 @@ func TestDoctorNeverPrintsKeys(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "sk-doctor-test-secret") {
 		t.Fatal("doctor printed a key value")
 	}
-	for _, w := range []string{"python", "torch", "triton", "nvidia-smi", "ncu", "rocprofv3", "OPENAI_API_KEY"} {
+	for _, w := range []string{"python", "torch", "triton", "nvidia-smi", "ncu", "rocprofv3", "OPENAI_API_KEY", "sandbox"} {
 		if !strings.Contains(r.stdout, w) {
 			t.Errorf("doctor output lacks %q:\n%s", w, r.stdout)
 		}
