@@ -31,6 +31,17 @@ def invoke(
     Raises CheckFailure named ``exception``, ``oom``, ``cuda_error`` (fatal) or
     ``tamper`` (fatal).
     """
+    from .remote import RemoteCallable
+
+    if isinstance(fn, RemoteCallable):
+        # The candidate runs in its runner, which poisons, counts launches
+        # and waits for the device there.
+        out = fn.invoke(inputs, poison, like, counter, what)
+        if guard is not None:
+            changed = guard.check()
+            if changed:
+                raise CheckFailure(TAMPER, f"the worker changed during a call in another process: {changed}", True)
+        return out
     try:
         if poison:
             poison_free_memory(device, like)

@@ -26,6 +26,10 @@ CUDA_ERROR = "cuda_error"
 RECHECK = "recheck"
 HOST_CHECK = "host_check"
 UNSEEN_INPUTS = "unseen_inputs"
+# The times a candidate's process reported disagree with the judge's clocks.
+TIMING_FORGED = "timing_forged"
+# The candidate's process died or broke the protocol.
+CRASH = "crash"
 
 # Failures after which the process must not be trusted any more.
 FATAL_KINDS = frozenset({TAMPER, CUDA_ERROR})

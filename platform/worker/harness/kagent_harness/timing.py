@@ -284,6 +284,10 @@ class _Timer:
         self.checked = 0
         self.estimate_ms = 0.0
         self.warmup_calls = 0
+        # Wait for each timed call (interleaved with a target in a runner,
+        # whose calls must not overlap this process's on the device).
+        self.sync_each = False
+        self.forged = ""
 
     def _fail(self, exc: BaseException, what: str) -> CheckFailure:
         kind, fatal = classify(exc)
@@ -345,6 +349,8 @@ class _Timer:
         out = self._call(s.inputs)
         dev.record(b)
         self.host_times.append((perf_counter() - t0) * 1e3)
+        if self.sync_each:
+            dev.synchronize()
         if recheck:
             if out is None and self.problem.allow_inplace:
                 out = s.inputs[0]
@@ -543,7 +549,10 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     stats["reason"] = ""
     if not timer.target.is_kernel:
         return
-    if recheck is not None and not recheck["passed"]:
+    if timer.forged:
+        stats["failure"] = F.TIMING_FORGED
+        stats["reason"] = timer.forged
+    elif recheck is not None and not recheck["passed"]:
         stats["failure"] = F.RECHECK
         stats["reason"] = recheck["reason"]
     elif unseen is not None and not unseen["passed"]:
@@ -558,6 +567,19 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
         )
 
 
+def _timer(problem: Problem, target: Target, sets: List[_InputSet], flush: Optional[torch.Tensor], guard: Guard,
+           params: BenchParams) -> _Timer:
+    """The timer of a target: in this process, or in the candidate's runner
+    (remote_timing.py) with the judge's clocks as bounds."""
+    from .remote import RemoteCallable
+
+    if isinstance(target.fn, RemoteCallable):
+        from .remote_timing import make_remote_timer
+
+        return make_remote_timer(_Timer, problem, target, sets, flush, guard, params)
+    return _Timer(problem, target, sets, flush, guard, params)
+
+
 def bench(problem: Problem, target: Target, params: BenchParams, guard: Guard) -> Dict[str, Any]:
     apply_tf32(problem.tf32)
     guard.expect_tf32(problem.tf32)
@@ -567,7 +589,7 @@ def bench(problem: Problem, target: Target, params: BenchParams, guard: Guard) -
 
 def _bench(problem: Problem, target: Target, sets: List[_InputSet], params: BenchParams, guard: Guard) -> Dict[str, Any]:
     flush = _flush_buffer(problem, params)
-    timer = _Timer(problem, target, sets, flush, guard, params)
+    timer = _timer(problem, target, sets, flush, guard, params)
     timer.prepare()
     n = max(params.min_reps, min(params.max_reps, int(math.ceil(params.rep_ms / timer.estimate_ms))))
     rechecked = _recheck_indices(n, len(sets)) if (target.is_kernel and params.recheck) else set()
@@ -597,8 +619,9 @@ def compare(problem: Problem, ta: Target, tb: Target, params: BenchParams, guard
 def _compare(problem: Problem, ta: Target, tb: Target, sets: List[_InputSet], params: BenchParams,
              guard: Guard) -> Dict[str, Any]:
     flush = _flush_buffer(problem, params)
-    a = _Timer(problem, ta, sets, flush, guard, params)
-    b = _Timer(problem, tb, sets, flush, guard, params)
+    a = _timer(problem, ta, sets, flush, guard, params)
+    b = _timer(problem, tb, sets, flush, guard, params)
+    a.sync_each = b.sync_each = type(a) is not type(b)
     a.prepare()
     b.prepare()
     n = max(params.min_reps, min(params.max_reps, int(math.ceil(params.rep_ms / (a.estimate_ms + b.estimate_ms)))))

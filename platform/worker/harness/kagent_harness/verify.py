@@ -95,6 +95,8 @@ def load_candidate(
     before = guard.check()
     if before:
         raise CheckFailure(F.TAMPER, f"the worker was already modified before importing {base}: {before}", True)
+    if isolated():
+        return _load_isolated(problem, path, source, require_triton, entry, guard, rec)
     module = import_candidate(path)
     changed = guard.check()
     if changed:
@@ -110,6 +112,38 @@ def load_candidate(
         raise CheckFailure(F.TAMPER, f"building the candidate tampered with the harness: {changed}", True)
     if rec is not None:
         rec.ok(F.TAMPER, "harness functions unchanged after import")
+    return cand
+
+
+def isolated() -> bool:
+    """Whether candidates run in runner processes (the default) rather than
+    in this process (KAGENT_INPROCESS=1, for debugging the harness only)."""
+    return os.environ.get("KAGENT_INPROCESS", "") != "1"
+
+
+def _load_isolated(
+    problem: Problem, path: str, source: str, require_triton: bool, entry: str, guard: Guard,
+    rec: Optional[Recorder],
+) -> Any:
+    """Import, entry and tamper checks in the candidate's own runner process."""
+    from .remote import load_remote
+
+    base = os.path.basename(path)
+    cand = load_remote(problem, path, source, entry, require_triton)
+    try:
+        if rec is not None:
+            rec.ok(F.IMPORT, f"imported {base} in its own process")
+        cand.callable_for(problem.main)
+        if rec is not None:
+            rec.ok(F.ENTRY, f"{cand.entry}")
+        changed = guard.check()
+        if changed:
+            raise CheckFailure(F.TAMPER, f"the worker changed while {base} was loaded elsewhere: {changed}", True)
+        if rec is not None:
+            rec.ok(F.TAMPER, "harness functions unchanged (the candidate runs in its own process)")
+    except BaseException:
+        cand.close()
+        raise
     return cand
 
 
@@ -199,7 +233,18 @@ class _Run:
             outs.append(out)
             del work, out  # later draws' input copies are not needed any more
         # Every earlier output must still hold its result: a kernel that returns
-        # one buffer again and again overwrites what its callers hold.
+        # one buffer again and again overwrites what its callers hold. (In a
+        # runner, the judge holds snapshots; the runner keeps the outputs alive
+        # and reports their addresses.)
+        if getattr(fn, "reused_buffer", False):
+            raise CheckFailure(
+                F.CACHING,
+                "a later call returned the same output buffer as an earlier one: the kernel returns the same buffer "
+                "from every call (or keeps writing to it); return a new tensor from each call",
+            )
+        release = getattr(fn, "release", None)
+        if release is not None:
+            release()
         for i, draw in enumerate(draws):
             if not compare_outputs(outs[i], draw.ref, self.tol).ok:
                 raise CheckFailure(
@@ -376,7 +421,11 @@ def verify(
         rec.fail(failure)
     finally:
         if cand is not None and rec.failure is not None:
-            sys.modules.pop(cand.module.__name__, None)
+            if cand.module is not None:
+                sys.modules.pop(cand.module.__name__, None)
+            close = getattr(cand, "close", None)
+            if close is not None:
+                close()
     failure = rec.failure
     result: Dict[str, Any] = {
         "passed": failure is None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import unittest
+import unittest.mock
 
 import torch
 
@@ -261,8 +262,16 @@ class ChecksTest(TempFilesCase):
         self.assertFails(result, "user_test", "within 1 s")
 
     def test_tamper_during_call_is_fatal(self) -> None:
-        # The module reaches the patcher as a parameter, which the static check
-        # cannot follow; the guard, checked after every call, sees the patch.
+        # In the judge's own process (KAGENT_INPROCESS=1), the guard, checked
+        # after every call, sees the patch, and the process is no longer
+        # trusted. In a runner (the default) the patch is the runner's: the
+        # candidate fails, the judge stays trusted.
+        for inprocess, fatal in (("1", True), ("", False)):
+            with self.subTest(inprocess=inprocess), unittest.mock.patch.dict(os.environ, {"KAGENT_INPROCESS": inprocess}):
+                self.guard = Guard()
+                self._tamper_during_call(fatal)
+
+    def _tamper_during_call(self, fatal: bool) -> None:
         cand = """
         import time
         import torch
@@ -282,7 +291,7 @@ class ChecksTest(TempFilesCase):
         finally:
             time.perf_counter = saved
         self.assertFails(result, "tamper", "time.perf_counter")
-        self.assertTrue(result["fatal"])
+        self.assertEqual(result["fatal"], fatal)
 
     def test_replacing_a_poisoned_allocator_is_tamper(self) -> None:
         cand = """
@@ -318,13 +327,16 @@ class ChecksTest(TempFilesCase):
             refs.extend([weakref.ref(x), weakref.ref(out)])
             return out
         """
-        # weakref observes the harness here; kernels may not import it.
+        # weakref observes the harness here; kernels may not import it. The
+        # candidate must share the judge's process to see its memory.
         banlist.ALLOWED_IMPORTS.add("weakref")
         try:
+            os.environ["KAGENT_INPROCESS"] = "1"
             self.guard = Guard()
             result, c = self.run_verify(cand)
         finally:
             banlist.ALLOWED_IMPORTS.discard("weakref")
+            os.environ.pop("KAGENT_INPROCESS", None)
         self.assertTrue(result["passed"], result)
         alive = c.module.alive
         x1, o1, x2, o2 = True, True, False, True

@@ -1,0 +1,241 @@
+"""Timing a candidate that runs in its runner, with the judge's clocks as bounds.
+
+The runner times each call the way the judge would (device events around the
+call, an L2 flush before it; CPU time on the cpu device) and replies with the
+numbers; they are claims. The judge keeps what it needs to bound them with
+clocks the runner cannot set:
+
+- cpu: the kernel's accounting of the runner's CPU time (``/proc/PID/stat``,
+  all threads) over the timed calls must not exceed the claimed total by more
+  than the requests' own handling (``CPU_FACTOR``, ``CPU_PER_CALL_MS``,
+  ``CPU_SLACK_MS``);
+- host check (GPU): a burst of back-to-back calls between two events and one
+  synchronisation, whose event time the judge bounds by its own wall clock
+  around the request (less the round trip it measured with empty requests);
+- consistency (GPU): the claimed per-call median may not be far below the
+  burst's time per call (``FORGE_FACTOR * median + FORGE_SLACK_MS``): calls
+  with a flushed L2 are never much faster than calls with a warm one.
+
+A disagreement fails the candidate as ``timing_forged``. Outputs of rechecked
+and unseen-input calls are copied into the judge's buffers and compared by
+the judge; an exception on an unseen input fails the candidate (it is never a
+reason to skip the check). What the bounds leave open is listed in PROTOCOL.md.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from . import failures as F
+from .checksum import checksum
+from .device import clone_all, nbytes
+from .failures import CheckFailure, describe
+from .loading import fresh_inputs
+from .numerics import bits_equal, device_violations
+from .remote import RemoteCallable, runner_cpu_seconds, wall
+
+TIMING_FORGED = F.TIMING_FORGED
+PING_CALLS = 5
+CPU_FACTOR = 1.25
+CPU_PER_CALL_MS = 1.0
+CPU_SLACK_MS = 60.0
+FORGE_FACTOR = 2.0
+FORGE_SLACK_MS = 0.05
+_rng = random.SystemRandom()
+
+
+def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: Any, guard: Any, params: Any) -> Any:
+    """A _Timer (timing.py) for a target that runs in a runner."""
+
+    class RemoteTimer(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__(problem, target, sets, flush, guard, params)
+            fn: RemoteCallable = target.fn
+            self.fn = fn
+            self.rc = fn.rc
+            self.label = fn.label
+            self.set_args: List[List[Any]] = []
+            self.walls: List[float] = []
+            self.ping_ms = 0.0
+            self.cpu0: Optional[float] = None
+            self.forged = ""
+
+        # -- helpers --
+
+        def _put_set(self, j: int, values: Optional[List[Any]] = None) -> List[Any]:
+            s = self.sets[j]
+            src = values if values is not None else (s.pristine if s.pristine is not None else s.inputs)
+            args = self.rc.args(("t", self.label, j), list(src))
+            if j < len(self.set_args):
+                self.set_args[j] = args
+            else:
+                self.set_args.append(args)
+            return args
+
+        def _ping(self) -> float:
+            times = []
+            for _ in range(PING_CALLS):
+                t0 = wall()
+                self.rc.request("ping", {}, what="the runner")
+                times.append((wall() - t0) * 1e3)
+            return sorted(times)[len(times) // 2]
+
+        # -- the _Timer interface --
+
+        def prepare(self) -> None:
+            for j in range(len(self.sets)):
+                self._put_set(j)
+            self.ping_ms = self._ping()
+            flush_bytes = self.flush.numel() * 4 if self.flush is not None else 0
+            reply = self.rc.request("prepare", {
+                "label": self.label, "sets": self.set_args, "flush_bytes": flush_bytes,
+                "estimate_calls": 5, "warmup_ms": self.params.warmup_ms,
+            }, what=f"{self.target.label}: the call")
+            self.estimate_ms = max(1e-4, float(reply.get("estimate_ms") or 1e-4))
+            self.warmup_calls = int(reply.get("warmup_calls") or 0)
+            self._guard()
+
+        def timed_call(self, i: int, recheck: bool) -> tuple:
+            j = i % len(self.sets)
+            if self.restore:
+                self._put_set(j)
+            s = self.sets[j]
+            specs = self.rc.out_specs(("t", self.label), s.ref) if recheck else []
+            if specs:
+                self.rc.poison_outputs(specs)
+            if self.cpu0 is None:
+                self.cpu0 = runner_cpu_seconds(self.rc.pid)
+            t0 = wall()
+            reply = self.rc.request("timed", {"label": self.label, "args": self.set_args[j], "flush": True,
+                                              "out": specs}, what=f"{self.target.label}: a timed call")
+            self.walls.append((wall() - t0) * 1e3)
+            ms = _number(reply.get("ms"))
+            self.host_times.append(_number(reply.get("host_ms")))
+            if recheck:
+                out = self.rc.outputs(reply.get("out"), specs)
+                if out is None and self.problem.allow_inplace:
+                    out = self.rc.view(self.set_args[j][0]["t"]).clone()
+                self.violations.append(device_violations(out, s.ref, self.tol))
+                self.checked += 1
+            return (ms,)
+
+        def finish(self, marks: List[tuple]) -> None:
+            self.times = [m[0] for m in marks]
+            cpu1 = runner_cpu_seconds(self.rc.pid)
+            if not self.dev.is_gpu and self.cpu0 is not None and cpu1 is not None and self.times:
+                used = (cpu1 - self.cpu0) * 1e3
+                claimed = sum(self.times)
+                limit = CPU_FACTOR * claimed + CPU_PER_CALL_MS * len(self.times) + CPU_SLACK_MS
+                if used > limit:
+                    self.forged = (
+                        f"the candidate's process used {used:.1f} ms of CPU time for {len(self.times)} timed calls "
+                        f"but reported {claimed:.1f} ms (limit {limit:.1f} ms): the times it reports are not the "
+                        f"time its calls take")
+            if not self.problem.allow_inplace:
+                for j, s in enumerate(self.sets):
+                    for k, a in enumerate(self.set_args[j]):
+                        if "t" in a and not bits_equal(self.rc.view(a["t"]), _tensor_at(s.inputs, k)):
+                            raise CheckFailure(
+                                F.INPUT_MUTATION,
+                                f"{self.target.label}: input {k} changed while timed: a kernel must not modify its "
+                                f"inputs (set allow_inplace in kagent.yaml if in-place is the intent)")
+
+        def host_check(self) -> Optional[Dict[str, Any]]:
+            if not self.dev.is_gpu:
+                return None
+            median = sorted(self.times)[len(self.times) // 2] if self.times else self.estimate_ms
+            calls = max(3, min(500, int(math.ceil(10.0 / max(median, 1e-3)))))
+            t0 = wall()
+            reply = self.rc.request("burst", {"label": self.label, "sets": self.set_args, "calls": calls},
+                                    what=f"{self.target.label}: the call")
+            host_ms = max(0.0, (wall() - t0) * 1e3 - self.ping_ms)
+            event_ms = _number(reply.get("event_ms"))
+            from .timing import HOST_FACTOR, HOST_SLACK_MS
+
+            limit = HOST_FACTOR * event_ms + HOST_SLACK_MS
+            out = {"event_ms": event_ms, "host_ms": host_ms, "limit_ms": limit, "calls": calls,
+                   "passed": host_ms <= limit, "clock": "judge"}
+            per_call = event_ms / calls
+            if not self.forged and FORGE_FACTOR * median + FORGE_SLACK_MS < per_call:
+                self.forged = (
+                    f"the timed calls reported a median of {median:.4g} ms, but {calls} calls back to back took "
+                    f"{per_call:.4g} ms each: the times the candidate's process reports are not the time its "
+                    f"calls take")
+            if not self.forged and event_ms > host_ms + self.ping_ms + 0.05:
+                self.forged = (
+                    f"the candidate's process reported {event_ms:.4g} ms of device time for calls that took "
+                    f"{host_ms:.4g} ms by the judge's clock")
+            return out
+
+        def _unseen_call(self, times: List[float]) -> str:
+            from .timing import UNSEEN_SPIN_CYCLES, _Skip
+
+            problem = self.problem
+            try:
+                with torch.no_grad():
+                    inputs = fresh_inputs(problem)
+                    before = None if problem.allow_inplace else checksum(inputs)
+            except BaseException as exc:  # noqa: BLE001 - the problem's code or memory, not the candidate
+                raise _Skip(f"building a new draw failed: {describe(exc)}") from None
+            j = _rng.randrange(len(self.sets))
+            args = self._put_set(j, inputs)
+            specs = self.rc.out_specs(("t", self.label), self.sets[j].ref)
+            self.rc.poison_outputs(specs)
+            try:
+                reply = self.rc.request("timed", {"label": self.label, "args": args, "flush": True, "out": specs,
+                                                  "spin": UNSEEN_SPIN_CYCLES}, what="the call on new inputs")
+            except CheckFailure as failure:
+                if failure.name == "crash":
+                    raise
+                # Never a reason to skip: a kernel that fails on inputs nobody
+                # has seen fails.
+                self._put_set(j)
+                return f"the call on new inputs failed ({failure.name}): {failure.reason}"
+            times.append(_number(reply.get("ms")))
+            out = self.rc.outputs(reply.get("out"), specs)
+            mutated = before is not None and any(
+                "t" in a and not bits_equal(self.rc.view(a["t"]), x) for a, x in zip(args, inputs))
+            if out is None and problem.allow_inplace:
+                out = self.rc.view(args[0]["t"]).clone()
+            self._put_set(j)
+            if mutated:
+                return ("the call modified its inputs: a kernel must leave them alone (set allow_inplace in "
+                        "kagent.yaml if in-place is the intent)")
+            try:
+                with torch.no_grad():
+                    ref = problem.model(*(clone_all(inputs) if problem.main.ref_mutates_inputs else inputs))
+                    bad = int(device_violations(out, ref, self.tol))
+            except BaseException as exc:  # noqa: BLE001 - the reference on a new draw
+                raise _Skip(f"the reference on a new draw raised {describe(exc)}") from None
+            if bad:
+                return (f"{bad} output element(s) differ from the reference beyond the tolerance, although the "
+                        f"verified draws matched (a result tied to inputs seen before, or a kernel at the edge of "
+                        f"the tolerance): compute every result from the call's own inputs, accurately enough for "
+                        f"the tolerance")
+            return ""
+
+        def method(self) -> str:
+            return super().method() + "; run in the candidate's own process, bounded by the judge's clock"
+
+    return RemoteTimer()
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, (int, float)) and math.isfinite(float(v)) and float(v) >= 0:
+        return float(v)
+    raise CheckFailure(TIMING_FORGED, f"the candidate's process reported a time that is not a number: {str(v)[:40]}")
+
+
+def _tensor_at(values: List[Any], k: int) -> Any:
+    return values[k] if k < len(values) else None
+
+
+def forged_failure(timer: Any) -> str:
+    return getattr(timer, "forged", "")
+
+
+__all__ = ["make_remote_timer", "forged_failure", "TIMING_FORGED", "nbytes"]

@@ -1,0 +1,490 @@
+"""The runner: the only process that imports and runs a candidate.
+
+A runner is forked from the fork server (which has imported torch and the
+harness but never held a problem or run a candidate) for one candidate, and
+talks to its judge over a SOCK_SEQPACKET link (link.py). It holds no
+reference output, no tolerance, no seed of the problem's draws and no channel
+the supervisor reads: its replies are claims the judge checks. The judge owns
+the shared buffers (shm.py) the candidate reads its inputs from and the runner
+copies its outputs into.
+
+Requests (JSON objects with an ``op``), one reply each (``{"ok": ...}`` or
+``{"error": {"kind", "message"}}``):
+
+- ``slots``    open the judge's shared buffers (memfd descriptors or CUDA IPC).
+- ``load``     import the candidate file, find its entry point.
+- ``build``    the callable for one shape set (ModelNew with the given weights).
+- ``call``     one call on slot inputs; outputs copied into slot outputs.
+- ``prepare``  first call, estimate and time-based warm-up of timing.
+- ``timed``    one timed call (events or CPU time), optionally its outputs.
+- ``burst``    several calls between two events and one synchronisation.
+- ``ping``     nothing (the judge calibrates its clock checks with it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import sys
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+EXIT_TAMPER = 71
+
+
+def _log(msg: str) -> None:
+    try:
+        sys.stderr.write(f"kagent_harness.runner: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class Runner:
+    def __init__(self, link: Any, kind: str) -> None:
+        import torch
+
+        from .device import Device
+        from .guard import Guard
+
+        self.torch = torch
+        self.link = link
+        self.device = Device(kind)
+        self.slots: Dict[int, Tuple[Any, Any]] = {}
+        self.views: Dict[Tuple[Any, ...], Any] = {}
+        self.kept: List[Any] = []
+        self.module: Any = None
+        self.entry = ""
+        self.path = ""
+        self.dtype: Any = None
+        self.callables: Dict[str, Callable[..., Any]] = {}
+        self.flush: Any = None
+        self.guard = Guard()
+
+    # -- helpers --
+
+    def _tensor(self, spec: Dict[str, Any]) -> Any:
+        """The view a spec names. The same buffer seen the same way is the
+        same tensor object on every call, as a caller reusing its buffers
+        would pass it (a result cached by identity then shows as stale)."""
+        from .shm import dtype_of, view_of
+
+        sid = int(spec["slot"])
+        key = (sid, tuple(int(x) for x in spec["shape"]), tuple(int(x) for x in spec["stride"]), str(spec["dtype"]))
+        t = self.views.get(key)
+        if t is not None:
+            return t
+        entry = self.slots.get(sid)
+        if entry is None:
+            raise _Failure("bad_request", f"unknown slot {spec.get('slot')}")
+        t = view_of(entry[0], key[1], key[2], dtype_of(key[3]))
+        self.views[key] = t
+        return t
+
+    def _arg(self, spec: Any) -> Any:
+        if isinstance(spec, dict) and "t" in spec:
+            return self._tensor(spec["t"])
+        if isinstance(spec, dict) and "v" in spec:
+            return spec["v"]
+        if isinstance(spec, dict) and "seq" in spec:
+            items = [self._arg(x) for x in spec["seq"]]
+            return tuple(items) if spec.get("tuple") else items
+        raise _Failure("bad_request", "an argument is neither a tensor nor a value")
+
+    def _args(self, specs: List[Any]) -> List[Any]:
+        return [self._arg(s) for s in specs]
+
+    def _fn(self, label: str) -> Callable[..., Any]:
+        fn = self.callables.get(label)
+        if fn is None:
+            raise _Failure("bad_request", f"no callable built for shape set {label!r}")
+        return fn
+
+    def _check_guard(self, when: str) -> None:
+        changed = self.guard.check()
+        if changed:
+            raise _Failure("tamper", f"{when} tampered with the runner's harness: {changed}")
+
+    def _classified(self, exc: BaseException, what: str) -> _Failure:
+        from .failures import CUDA_ERROR, EXCEPTION, classify, describe
+
+        kind, _fatal = classify(exc)
+        if self.device.is_gpu and kind == EXCEPTION and self.device.health_check():
+            kind = CUDA_ERROR
+        return _Failure(kind, f"{what} raised {describe(exc)}")
+
+    def _describe_out(self, out: Any, dests: List[Any], counter: List[int]) -> Dict[str, Any]:
+        torch = self.torch
+        if out is None:
+            return {"kind": "none"}
+        if isinstance(out, torch.Tensor):
+            k = counter[0]
+            counter[0] += 1
+            meta = {
+                "kind": "tensor",
+                "i": k,
+                "shape": list(out.shape),
+                "dtype": str(out.dtype).replace("torch.", ""),
+                "device": out.device.type,
+                "plain": type(out) is torch.Tensor,
+                "copied": False,
+            }
+            dest = dests[k] if k < len(dests) else None
+            if dest is not None and meta["plain"] and tuple(dest.shape) == tuple(out.shape) and dest.dtype == out.dtype \
+                    and out.device.type == dest.device.type:
+                with torch.no_grad():
+                    dest.copy_(out)
+                meta["copied"] = True
+            return meta
+        if isinstance(out, (tuple, list)):
+            return {"kind": "seq", "tuple": isinstance(out, tuple),
+                    "items": [self._describe_out(x, dests, counter) for x in out]}
+        if isinstance(out, (bool, int, float)) and not isinstance(out, torch.Tensor):
+            v = float(out)
+            return {"kind": "value", "v": out if math.isfinite(v) else None, "type": type(out).__name__}
+        return {"kind": "other", "type": type(out).__name__}
+
+    # -- ops --
+
+    def op_slots(self, req: Dict[str, Any], fds: List[int]) -> Dict[str, Any]:
+        from .shm import open_slot
+
+        for desc in req.get("slots") or []:
+            self.slots[int(desc["id"])] = open_slot(desc, fds, self.device.torch_device)
+        for sid in req.get("drop") or []:
+            self.slots.pop(int(sid), None)
+            for key in [k for k in self.views if k[0] == int(sid)]:
+                del self.views[key]
+        return {}
+
+    def op_load(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        from .candidate import find_entry, import_candidate
+        from .failures import CheckFailure
+        from .loading import apply_tf32
+        from .shm import dtype_of
+
+        apply_tf32(str(req.get("tf32") or "forbid"))
+        self.guard.expect_tf32(str(req.get("tf32") or "forbid"))
+        self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
+        # The judge sends the source: the runner needs no view of the judge's
+        # files. Triton reads kernels' source from the file, so it is written
+        # to a private folder under the candidate's own name.
+        import tempfile
+
+        name = os.path.basename(str(req.get("name") or "kernel.py")) or "kernel.py"
+        if not name.endswith(".py"):
+            name += ".py"
+        folder = tempfile.mkdtemp(prefix="candidate-")
+        self.path = os.path.join(folder, name)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(str(req.get("source") or ""))
+        try:
+            self.module = import_candidate(self.path)
+            self._check_guard(f"importing {os.path.basename(self.path)}")
+            self.entry = find_entry(self.module, self.path, str(req.get("entry") or ""))
+        except CheckFailure as f:
+            raise _Failure(f.name, f.reason) from None
+        return {"entry": self.entry}
+
+    def op_build(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        from .candidate import ENTRY_FUNCTION, ENTRY_MODEL
+        from .failures import ENTRY, classify, describe
+        from .loading import seed_all
+
+        torch = self.torch
+        label = str(req["label"])
+        init = self._args(req.get("init") or [])
+        base = os.path.basename(self.path)
+        if self.entry == ENTRY_FUNCTION:
+            kf = getattr(self.module, ENTRY_FUNCTION)
+
+            def call(*inputs: Any) -> Any:
+                return kf(*inputs, *init)
+
+            self.callables[label] = call
+            return {}
+        cls = getattr(self.module, ENTRY_MODEL)
+        # A seed unrelated to the one the reference's weights were drawn with:
+        # a ModelNew that ignores the weights it is given cannot match them.
+        seed_all(random.SystemRandom().randrange(1, 1 << 31))
+        try:
+            with self.device.default_device():
+                model = cls(*init)
+        except BaseException as exc:  # noqa: BLE001 - candidate code
+            kind, _ = classify(exc)
+            raise _Failure(kind if kind != "exception" else ENTRY, f"{base}: ModelNew(*init_inputs) raised {describe(exc)}") from None
+        if not isinstance(model, torch.nn.Module):
+            raise _Failure(ENTRY, f"{base}: ModelNew must be a torch.nn.Module subclass, got {type(model).__name__}")
+        weights = {str(w["name"]): self._tensor(w["t"]).clone() for w in req.get("weights") or []}
+        try:
+            result = model.load_state_dict(weights, strict=False)
+        except RuntimeError as exc:
+            raise _Failure(ENTRY, f"{base}: ModelNew's parameters do not match Model's state_dict: {describe(exc)}") from None
+        missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+        if missing or unexpected:
+            parts: List[str] = []
+            if unexpected:
+                parts.append(f"Model has {unexpected[:6]} which ModelNew lacks")
+            if missing:
+                parts.append(f"ModelNew has {missing[:6]} which Model lacks")
+            raise _Failure(ENTRY, f"{base}: ModelNew's parameters/buffers must carry the same names and shapes as "
+                           f"Model's state_dict (they are loaded from it): " + "; ".join(parts))
+        try:
+            model = model.to(self.device.torch_device)
+            if self.dtype is not None:
+                model = model.to(self.dtype)
+        except BaseException as exc:  # noqa: BLE001
+            kind, _ = classify(exc)
+            raise _Failure(kind if kind != "exception" else ENTRY, f"moving ModelNew to the device: {describe(exc)}") from None
+        self._check_guard(f"building {base}'s ModelNew")
+        self.callables[label] = model
+        return {}
+
+    def op_call(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        from .launches import LaunchCounter, launch_support
+        from .poison import poison_free_memory, poisoned_allocations
+
+        torch = self.torch
+        fn = self._fn(str(req["label"]))
+        args = self._args(req.get("args") or [])
+        dests = [self._tensor(d) if d else None for d in req.get("out") or []]
+        poison = bool(req.get("poison"))
+        counter = None
+        if req.get("count") and launch_support()[0]:
+            counter = LaunchCounter()
+        like = [torch.empty(int(n), dtype=torch.uint8, device="meta") for n in req.get("like") or []]
+        try:
+            if poison:
+                poison_free_memory(self.device, like)
+            with torch.no_grad():
+                with poisoned_allocations() if poison else contextlib.nullcontext():
+                    with counter if counter is not None else contextlib.nullcontext():
+                        out = fn(*args)
+                        self.device.synchronize()
+        except _Failure:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, MemoryError, CUDA errors ...
+            failure = self._classified(exc, str(req.get("what") or "the call"))
+            if getattr(exc, "name", "") == "tamper":
+                failure = _Failure("tamper", str(exc))
+            raise failure from None
+        self._check_guard("the call")
+        meta = self._describe_out(out, dests, [0])
+        self.device.synchronize()
+        # The outputs of verification calls stay alive here until the judge
+        # releases them, as a caller holding its results would keep them: a
+        # later call that returns one of these buffers again shows the same
+        # address (the judge's caching check).
+        ptrs = []
+        for t in _tensors(out):
+            ptrs.append(int(t.data_ptr()) if t.numel() else 0)
+            if req.get("keep"):
+                self.kept.append(t)
+        return {"out": meta, "launches": counter.count if counter is not None else None, "ptrs": ptrs}
+
+    def op_release(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        self.kept.clear()
+        return {}
+
+    def _flush(self) -> None:
+        if self.flush is not None:
+            self.flush.zero_()
+
+    def op_prepare(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        torch, dev = self.torch, self.device
+        fn = self._fn(str(req["label"]))
+        sets = [self._args(s) for s in req.get("sets") or []]
+        if not sets:
+            raise _Failure("bad_request", "prepare needs input sets")
+        flush_bytes = int(req.get("flush_bytes") or 0)
+        if dev.is_gpu and flush_bytes > 0 and (self.flush is None or self.flush.numel() * 4 < flush_bytes):
+            self.flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=dev.torch_device)
+        estimate_calls = max(1, int(req.get("estimate_calls") or 5))
+        warmup_ms = float(req.get("warmup_ms") or 0.0)
+        try:
+            with torch.no_grad():
+                fn(*sets[0])
+                dev.synchronize()
+                marks = []
+                for i in range(estimate_calls):
+                    self._flush()
+                    a, b = dev.event(), dev.event()
+                    dev.record(a)
+                    fn(*sets[i % len(sets)])
+                    dev.record(b)
+                    marks.append((a, b))
+                dev.synchronize()
+                estimate = max(1e-4, sum(dev.elapsed_ms(a, b) for a, b in marks) / len(marks))
+                warm = max(1, min(100000, int(math.ceil(warmup_ms / estimate))))
+                for i in range(warm):
+                    fn(*sets[i % len(sets)])
+                dev.synchronize()
+        except _Failure:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            raise self._classified(exc, "the call") from None
+        self._check_guard("the warm-up")
+        return {"estimate_ms": estimate, "warmup_calls": warm}
+
+    def op_timed(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        import torch
+
+        from .device import perf_counter
+
+        dev = self.device
+        fn = self._fn(str(req["label"]))
+        args = self._args(req.get("args") or [])
+        dests = [self._tensor(d) if d else None for d in req.get("out") or []]
+        spin = int(req.get("spin") or 0)
+        try:
+            with torch.no_grad():
+                dev.synchronize()
+                if req.get("flush"):
+                    self._flush()
+                if spin and dev.is_cuda and hasattr(torch.cuda, "_sleep"):
+                    torch.cuda._sleep(spin)
+                a, b = dev.event(), dev.event()
+                t0 = perf_counter()
+                dev.record(a)
+                out = fn(*args)
+                dev.record(b)
+                host = (perf_counter() - t0) * 1e3
+                dev.synchronize()
+                ms = dev.elapsed_ms(a, b)
+        except _Failure:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            raise self._classified(exc, str(req.get("what") or "a timed call")) from None
+        reply: Dict[str, Any] = {"ms": ms, "host_ms": host}
+        if dests:
+            reply["out"] = self._describe_out(out, dests, [0])
+            dev.synchronize()
+        return reply
+
+    def op_burst(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        import torch
+
+        dev = self.device
+        fn = self._fn(str(req["label"]))
+        sets = [self._args(s) for s in req.get("sets") or []]
+        calls = max(1, int(req.get("calls") or 1))
+        try:
+            with torch.no_grad():
+                dev.synchronize()
+                a, b = dev.event(), dev.event()
+                dev.record(a)
+                for j in range(calls):
+                    fn(*sets[j % len(sets)])
+                dev.record(b)
+                dev.synchronize()
+        except _Failure:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            raise self._classified(exc, "the call") from None
+        self._check_guard("the timed calls")
+        return {"event_ms": dev.elapsed_ms(a, b)}
+
+    def op_ping(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        self.device.synchronize()
+        return {}
+
+    def serve(self) -> int:
+        from .link import LinkClosed
+
+        ops = {
+            "slots": self.op_slots,
+            "load": self.op_load,
+            "build": self.op_build,
+            "call": self.op_call,
+            "prepare": self.op_prepare,
+            "timed": self.op_timed,
+            "burst": self.op_burst,
+            "ping": self.op_ping,
+            "release": self.op_release,
+        }
+        while True:
+            try:
+                req, fds = self.link.recv()
+            except LinkClosed:
+                return 0
+            op = str(req.get("op"))
+            if op == "exit":
+                return 0
+            handler = ops.get(op)
+            try:
+                if handler is None:
+                    raise _Failure("bad_request", f"unknown op {op!r}")
+                reply: Dict[str, Any] = {"ok": handler(req, fds)}
+            except _Failure as f:
+                reply = {"error": {"kind": f.kind, "message": f.message}}
+            except BaseException as exc:  # noqa: BLE001 - the runner replies, whatever happened
+                _log(f"internal error in {op}:\n{traceback.format_exc()}")
+                reply = {"error": {"kind": "internal", "message": f"{op}: {type(exc).__name__}: {exc}"}}
+            finally:
+                for fd in fds:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            try:
+                self.link.send(reply)
+            except LinkClosed:
+                return 0
+            if "error" in reply and reply["error"]["kind"] in ("tamper", "cuda_error"):
+                return EXIT_TAMPER
+
+
+def _tensors(obj: Any, depth: int = 0) -> List[Any]:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)) and depth < 8:
+        return [t for x in obj for t in _tensors(x, depth + 1)]
+    return []
+
+
+def run(sock: Any, kind: str) -> int:
+    """The runner's main, in a process forked for one candidate."""
+    from .link import Link
+
+    link = Link(sock)
+    try:
+        runner = Runner(link, kind)
+    except BaseException as exc:  # noqa: BLE001
+        _log(f"start-up failed:\n{traceback.format_exc()}")
+        try:
+            link.send({"error": {"kind": "startup", "message": f"runner start-up failed: {type(exc).__name__}: {exc}"}})
+        except Exception:  # noqa: BLE001
+            pass
+        return 70
+    link.send({"ok": {"pid": os.getpid()}})
+    return runner.serve()
+
+
+def main() -> int:
+    """``python -m kagent_harness.runner FD``: a runner started on its own
+    (without a fork server), on an inherited socket."""
+    import socket
+
+    from .worker import prepare
+
+    kind = prepare(os.environ.get("KAGENT_DEVICE", "").strip())
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    return run(sock, kind)
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
