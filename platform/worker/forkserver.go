@@ -232,6 +232,10 @@ func StopForkServers() {
 		s.stop()
 	}
 	dropped = nil
+	for k, s := range runnerServers {
+		s.stop()
+		delete(runnerServers, k)
+	}
 }
 
 // launchArgv is the command line of a worker forked from s: launch.py run

@@ -63,6 +63,9 @@ type Hello struct {
 	Device           Device  `json:"device"`
 	// Isolated is set by the supervisor: the worker has no network.
 	Isolated bool `json:"-"`
+	// Sandboxed is set by the supervisor: the worker's candidates run in the
+	// OS sandbox (runners.go).
+	Sandboxed bool `json:"-"`
 }
 
 // Device describes the worker's device.
@@ -104,6 +107,9 @@ type Worker struct {
 	workDir string
 	ownDir  bool
 	fork    *forkServer // the server this worker was forked from, or nil
+	// runnerConn is the worker's connection to its sandboxed runner server
+	// (fd 3 in the worker; closed here once the worker has it), or nil.
+	runnerConn *os.File
 
 	mu     sync.Mutex // one call at a time
 	nextID int
@@ -151,6 +157,22 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 			log.Debug("fork server unavailable; starting the worker on its own", "err", err)
 		}
 	}
+	if len(o.Command) == 0 {
+		rs, err := runnerServerFor(ctx, o)
+		if errors.Is(err, ErrNoSandbox) {
+			w.cleanup()
+			return nil, fmt.Errorf("start worker: %w (set %s=off to run candidates unsandboxed)", err, sandboxEnv)
+		}
+		if err != nil {
+			log.Warn("candidates run without the OS sandbox", "err", err)
+		}
+		if rs != nil {
+			if w.runnerConn, err = rs.connect(); err != nil {
+				w.cleanup()
+				return nil, fmt.Errorf("start worker: %w", err)
+			}
+		}
+	}
 	if fs != nil {
 		w.fork = fs
 	} else if o.HarnessDir == "" && len(o.Command) == 0 {
@@ -165,6 +187,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 		}
 		w.opts.HarnessDir = d
 	}
+	sandboxed := w.runnerConn != nil
 	isolated, err := w.launch(o.Isolate)
 	if err != nil && o.Isolate {
 		log.Warn("worker network isolation unavailable; starting without it", "err", err)
@@ -197,6 +220,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 		return nil, fmt.Errorf("start worker: handshake: %w", err)
 	}
 	h.Isolated = isolated
+	h.Sandboxed = sandboxed
 	w.hello = h
 	log.Debug("worker ready", "pid", h.PID, "device", h.Device.Name, "torch", h.Torch, "isolated", isolated)
 	return w, nil
@@ -218,6 +242,10 @@ func (w *Worker) launch(isolate bool) (bool, error) {
 	cmd.Dir = w.workDir
 	cmd.Env = scrubbedEnv(os.Environ(), w.workDir, w.opts)
 	cmd.SysProcAttr = sysProcAttr(isolate)
+	if w.runnerConn != nil {
+		cmd.ExtraFiles = []*os.File{w.runnerConn}
+		cmd.Env = append(cmd.Env, "KAGENT_RUNNER_FD=3")
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return false, err
@@ -244,6 +272,10 @@ func (w *Worker) launch(isolate bool) (bool, error) {
 	}
 	outW.Close()
 	errW.Close()
+	if w.runnerConn != nil {
+		w.runnerConn.Close()
+		w.runnerConn = nil
+	}
 	w.cmd, w.stdin = cmd, stdin
 	go w.readLines(outR)
 	go func() {

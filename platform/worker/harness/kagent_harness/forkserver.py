@@ -31,7 +31,7 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 MAX_MESSAGE = 1 << 20
 
@@ -82,11 +82,19 @@ def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "
             if fd > 2:
                 os.close(fd)
     else:
+        # fds: stdin, stdout, stderr, and (with a sandboxed runner server) the
+        # judge's connection to it, which becomes fd 3.
+        judge_fd = os.dup(fds[3]) if len(fds) > 3 else -1
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
         for fd in fds:
             if fd > 2:
                 os.close(fd)
+        if judge_fd >= 0 and judge_fd != 3:
+            os.dup2(judge_fd, 3, inheritable=False)
+            os.close(judge_fd)
+        elif judge_fd == 3:
+            os.set_inheritable(3, False)
     conn.close()
     env = request.get("env")
     if isinstance(env, dict):
@@ -106,8 +114,14 @@ def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "
         from .runner import run
 
         return run(_socket.socket(fileno=link_fd), server.kind)
-    # Workers take their candidates' runners from this server.
-    os.environ["KAGENT_RUNNER_SERVER"] = f"{server.path}:{server.pid}"
+    if judge_fd >= 0:
+        # Runners come from the sandboxed server at the other end of fd 3.
+        os.environ["KAGENT_RUNNER_FD"] = "3"
+        os.environ.pop("KAGENT_RUNNER_SERVER", None)
+    else:
+        # Workers take their candidates' runners from this server.
+        os.environ.pop("KAGENT_RUNNER_FD", None)
+        os.environ["KAGENT_RUNNER_SERVER"] = f"{server.path}:{server.pid}"
     from .protocol import Channel
     from .worker import serve
 
@@ -115,15 +129,25 @@ def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "
 
 
 class Server:
-    def __init__(self, path: str, kind: str) -> None:
+    """Forks workers and runners. Requests come from launchers connecting to
+    ``path`` (a stream each: one request, the pid, later the exit status), or,
+    in descriptor mode (``control``), over judge connections the supervisor
+    passes through the control socket (SOCK_SEQPACKET, many requests each;
+    every reply names its pid)."""
+
+    def __init__(self, path: str, kind: str, control: Optional[socket.socket] = None) -> None:
         self.path = path
         self.kind = kind
-        self.children: Dict[int, socket.socket] = {}
+        self.children: Dict[int, Tuple[socket.socket, bool]] = {}  # pid -> (connection, packet mode)
+        self.judges: Dict[int, socket.socket] = {}
         self.parent = os.getppid()
         self.pid = os.getpid()
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(path)
-        self.listener.listen(64)
+        self.control = control
+        self.listener: Optional[socket.socket] = None
+        if control is None:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(path)
+            self.listener.listen(64)
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         signal.signal(signal.SIGCHLD, lambda *_: self._wake())
@@ -148,42 +172,31 @@ class Server:
                 return
             if pid == 0:
                 return
-            conn = self.children.pop(pid, None)
-            if conn is None:
+            entry = self.children.pop(pid, None)
+            if entry is None:
                 continue
+            conn, packet = entry
             if os.WIFSIGNALED(status):
-                msg = {"signal": os.WTERMSIG(status)}
+                msg = {"signal": os.WTERMSIG(status), "pid": pid}
             else:
-                msg = {"exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1}
+                msg = {"exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1, "pid": pid}
             try:
-                conn.sendall((json.dumps(msg) + "\n").encode())
+                if packet:
+                    conn.send(json.dumps(msg).encode())
+                else:
+                    conn.sendall((json.dumps(msg) + "\n").encode())
+                    conn.close()
             except OSError:
                 pass
-            conn.close()
 
-    def _accept(self) -> Optional[int]:
-        """Serve one launcher; returns the child's pid in the child (never
-        returns there: the child exits), None in the server."""
-        conn, _ = self.listener.accept()
-        try:
-            conn.settimeout(10.0)
-            data, fds, _flags, _addr = socket.recv_fds(conn, MAX_MESSAGE, 8)
-            conn.settimeout(None)
-            request = json.loads(data.decode("utf-8"))
-            want = 2 if isinstance(request, dict) and request.get("role") == "runner" else 3
-            if not isinstance(request, dict) or len(fds) < want:
-                raise ValueError(f"a launch request is a JSON object with {want} descriptors")
-        except (OSError, ValueError) as exc:
-            _log(f"bad launch request: {exc}")
-            conn.close()
-            return None
+    def _fork(self, conn: socket.socket, fds: list, request: Dict[str, object], packet: bool) -> None:
         pid = os.fork()
         if pid == 0:
             code = 70
             try:
                 code = _child(conn, fds, request, self)
             except BaseException:  # noqa: BLE001 - a child never returns into the server loop
-                _log(f"worker failed:\n{traceback.format_exc()}")
+                _log(f"child failed:\n{traceback.format_exc()}")
             finally:
                 try:
                     sys.stdout.flush()
@@ -193,12 +206,84 @@ class Server:
                 os._exit(code)
         for fd in fds:
             os.close(fd)
-        self.children[pid] = conn
+        self.children[pid] = (conn, packet)
         try:
-            conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+            if packet:
+                conn.send(json.dumps({"pid": pid}).encode())
+            else:
+                conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
         except OSError:
             pass
-        return None
+
+    @staticmethod
+    def _request(data: bytes, fds: list) -> Dict[str, object]:
+        request = json.loads(data.decode("utf-8"))
+        want = 2 if isinstance(request, dict) and request.get("role") == "runner" else 3
+        if not isinstance(request, dict) or len(fds) < want:
+            raise ValueError(f"a launch request is a JSON object with {want} descriptors")
+        return request
+
+    def _accept(self) -> None:
+        """Serve one launcher connecting to the socket path."""
+        assert self.listener is not None
+        conn, _ = self.listener.accept()
+        fds: list = []
+        try:
+            conn.settimeout(10.0)
+            data, fds, _flags, _addr = socket.recv_fds(conn, MAX_MESSAGE, 8)
+            conn.settimeout(None)
+            request = self._request(data, fds)
+        except (OSError, ValueError) as exc:
+            _log(f"bad launch request: {exc}")
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+            return
+        self._fork(conn, fds, request, packet=False)
+
+    def _control(self) -> None:
+        """A judge connection passed by the supervisor (descriptor mode)."""
+        assert self.control is not None
+        data, fds, _flags, _addr = socket.recv_fds(self.control, 4096, 8)
+        if not data and not fds:
+            self.stopping = True  # the supervisor is gone
+            return
+        for fd in fds:
+            conn = socket.socket(fileno=fd)
+            self.judges[conn.fileno()] = conn
+
+    def _judge(self, conn: socket.socket) -> None:
+        """One request from a judge: start a runner, or kill one of its own."""
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(conn, MAX_MESSAGE, 8)
+        except OSError:
+            data, fds = b"", []
+        if not data and not fds:
+            self.judges.pop(conn.fileno(), None)
+            for pid, (c, _) in list(self.children.items()):
+                if c is conn:
+                    _kill(pid)
+            conn.close()
+            return
+        try:
+            request = json.loads(data.decode("utf-8"))
+            if isinstance(request, dict) and "kill" in request:
+                pid = int(request["kill"])
+                entry = self.children.get(pid)
+                if entry is not None and entry[0] is conn:
+                    _kill(pid)
+                for fd in fds:
+                    os.close(fd)
+                return
+            request = self._request(data, fds)
+            if request.get("role") != "runner":
+                raise ValueError("a judge connection starts runners only")
+        except (ValueError, TypeError) as exc:
+            _log(f"bad runner request: {exc}")
+            for fd in fds:
+                os.close(fd)
+            return
+        self._fork(conn, fds, request, packet=True)
 
     def serve(self) -> int:
         sys.stdout.write("ready\n")
@@ -206,8 +291,14 @@ class Server:
         while not self.stopping:
             if os.getppid() != self.parent:
                 break
+            watch: list = [self.wake_r]
+            if self.listener is not None:
+                watch += [self.listener, 0]
+            if self.control is not None:
+                watch.append(self.control)
+            watch += list(self.judges.values())
             try:
-                ready, _, _ = select.select([self.listener, self.wake_r, 0], [], [], 1.0)
+                ready, _, _ = select.select(watch, [], [], 1.0)
             except InterruptedError:
                 continue
             if self.wake_r in ready:
@@ -215,39 +306,58 @@ class Server:
                 self._reap()
             if 0 in ready and not os.read(0, 4096):
                 break  # the supervisor closed our stdin
-            if self.listener in ready:
+            if self.listener is not None and self.listener in ready:
                 self._accept()
+            if self.control is not None and self.control in ready:
+                self._control()
+            for conn in list(self.judges.values()):
+                if conn in ready:
+                    self._judge(conn)
         return 0
 
     def close_in_child(self) -> None:
-        """Drop what a forked child must not hold: the listener, the wake-up
-        pipe and the connections of the other workers."""
-        self.listener.close()
+        """Drop what a forked child must not hold: the listener, the control
+        socket, the wake-up pipe and the connections of the others."""
+        if self.listener is not None:
+            self.listener.close()
+        if self.control is not None:
+            self.control.close()
         os.close(self.wake_r)
         os.close(self.wake_w)
-        for conn in self.children.values():
+        for conn, _ in self.children.values():
+            conn.close()
+        for conn in self.judges.values():
             conn.close()
         self.children.clear()
+        self.judges.clear()
 
     def close(self) -> None:
         """Stop listening, remove the server's private directory (the
-        supervisor made it for this server alone) and kill the workers."""
+        supervisor made it for this server alone) and kill the children."""
         import shutil
 
-        self.listener.close()
-        shutil.rmtree(os.path.dirname(os.path.abspath(self.path)), ignore_errors=True)
+        if self.listener is not None:
+            self.listener.close()
+            shutil.rmtree(os.path.dirname(os.path.abspath(self.path)), ignore_errors=True)
         for pid in list(self.children):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            _kill(pid)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        _log("usage: python -m kagent_harness.forkserver SOCKET")
+    if len(sys.argv) == 3 and sys.argv[1] == "--fd":
+        path, control = "", socket.socket(fileno=int(sys.argv[2]))
+    elif len(sys.argv) == 2:
+        path, control = sys.argv[1], None
+    else:
+        _log("usage: python -m kagent_harness.forkserver SOCKET | --fd N")
         return 2
-    path = sys.argv[1]
     from .worker import prepare
 
     try:
@@ -255,7 +365,7 @@ def main() -> int:
     except BaseException:  # noqa: BLE001
         _log(f"start-up failed:\n{traceback.format_exc()}")
         return 70
-    server = Server(path, kind)
+    server = Server(path, kind, control)
     try:
         return server.serve()
     finally:

@@ -32,7 +32,12 @@ def main() -> int:
             sys.stderr.write(f"kagent launch: {sys.argv[1]} is served by process {peer}, not the fork server {sys.argv[2]}\n")
             return 75
         request = {"env": dict(os.environ), "cwd": os.getcwd(), "pgid": os.getpgrp()}
-        socket.send_fds(sock, [json.dumps(request).encode("utf-8")], [0, 1, 2])
+        fds = [0, 1, 2]
+        if os.environ.get("KAGENT_RUNNER_FD") == "3":
+            fds.append(3)  # the worker's connection to its sandboxed runner server
+        socket.send_fds(sock, [json.dumps(request).encode("utf-8")], fds)
+        if len(fds) > 3:
+            os.close(3)
     except OSError as exc:
         sys.stderr.write(f"kagent launch: the fork server at {sys.argv[1]} is not answering: {exc}\n")
         return 75

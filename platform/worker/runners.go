@@ -1,0 +1,303 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kagent-dev/kagent/internal/proc"
+	"github.com/kagent-dev/kagent/internal/sandbox"
+	"github.com/kagent-dev/kagent/platform/worker/harness"
+	"golang.org/x/sys/unix"
+)
+
+// Candidates run in runner processes (runner.py), never in the worker that
+// judges them. Runners are forked from a fork server of their own that runs
+// inside the OS sandbox (internal/sandbox): its own user, PID, mount,
+// network and IPC namespaces, a read-only view of Python and the harness, a
+// private /tmp, the GPU's device nodes, no capabilities, seccomp and
+// Landlock. The worker reaches that server only through a socket pair the
+// supervisor hands it (fd 3, KAGENT_RUNNER_FD): there is no path a
+// candidate could put another server behind.
+//
+// KAGENT_SANDBOX selects: "auto" (the default) sandboxes where the machine
+// allows it and otherwise runs runners unsandboxed with a warning; "on"
+// refuses to start a worker without it; "off" never sandboxes.
+
+// sandboxEnv is the variable that selects the runners' sandbox.
+const sandboxEnv = "KAGENT_SANDBOX"
+
+// Sandbox modes.
+const (
+	SandboxAuto = "auto"
+	SandboxOn   = "on"
+	SandboxOff  = "off"
+)
+
+// ErrNoSandbox: KAGENT_SANDBOX=on and this machine cannot sandbox.
+var ErrNoSandbox = errors.New("the OS sandbox for candidates is unavailable")
+
+// SandboxMode is the runners' sandbox setting from the environment.
+func SandboxMode() (string, error) {
+	switch m := strings.TrimSpace(strings.ToLower(os.Getenv(sandboxEnv))); m {
+	case "", SandboxAuto:
+		return SandboxAuto, nil
+	case SandboxOn, SandboxOff:
+		return m, nil
+	default:
+		return "", fmt.Errorf("%s=%q: want auto, on or off", sandboxEnv, m)
+	}
+}
+
+type runnerServer struct {
+	cmd  *exec.Cmd
+	ctrl *os.File // the supervisor's end of the control socket
+	mu   sync.Mutex
+	done chan struct{}
+	tail *proc.Tail
+	dir  string
+}
+
+var runnerServers = map[string]*runnerServer{}
+
+func (s *runnerServer) alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// runnerServerFor returns the sandboxed runner server for o's configuration,
+// starting it when needed. (nil, nil): runners are not sandboxed (off, or
+// auto on a machine that cannot).
+func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
+	mode, err := SandboxMode()
+	if err != nil {
+		return nil, err
+	}
+	if mode == SandboxOff || len(o.Command) > 0 {
+		return nil, nil
+	}
+	if r := sandbox.Probe(); !r.Available {
+		if mode == SandboxOn {
+			return nil, fmt.Errorf("%w: %s", ErrNoSandbox, r.Reason)
+		}
+		return nil, nil
+	}
+	key := forkKey(o, false)
+	forkMu.Lock()
+	defer forkMu.Unlock()
+	if s := runnerServers[key]; s != nil && s.alive() {
+		return s, nil
+	}
+	s, err := startRunnerServer(ctx, o)
+	if err != nil {
+		if mode == SandboxOn {
+			return nil, fmt.Errorf("%w: %v", ErrNoSandbox, err)
+		}
+		return nil, err
+	}
+	runnerServers[key] = s
+	return s, nil
+}
+
+// runnerPolicy is what a runner may see: Python and the harness read-only,
+// the GPU's device nodes, a private /tmp (also its HOME and Triton cache).
+func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, error) {
+	ro, err := sandbox.PythonPaths(o.Python)
+	if err != nil {
+		return sandbox.Policy{}, err
+	}
+	ro = append(ro, harnessDir)
+	// The GPU's user-space driver, a C compiler for Triton's launcher, CPU
+	// and PCI topology (read-only).
+	for _, p := range []string{"/usr/bin", "/bin", "/usr/include", "/usr/local/cuda", "/usr/local/nvidia",
+		"/sys/devices/system/cpu", "/sys/bus/pci", "/sys/devices", "/etc/alternatives"} {
+		if _, err := os.Stat(p); err == nil {
+			ro = append(ro, p)
+		}
+	}
+	for _, p := range filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")) {
+		if filepath.IsAbs(p) {
+			if _, err := os.Stat(p); err == nil {
+				ro = append(ro, p)
+			}
+		}
+	}
+	var devices []string
+	for _, g := range []string{"/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/kfd", "/dev/dri/*"} {
+		m, _ := filepath.Glob(g)
+		devices = append(devices, m...)
+	}
+	env := scrubbedEnv(os.Environ(), "/tmp", Options{HarnessDir: harnessDir, Device: o.Device, Env: o.Env})
+	env = append(env, "HOME=/tmp", "TMPDIR=/tmp", "TRITON_CACHE_DIR=/tmp/triton")
+	return sandbox.Policy{
+		ReadOnly: ro,
+		Devices:  devices,
+		Env:      lastWins(env),
+		Dir:      "/tmp",
+		TmpMiB:   8192,
+		Limits:   sandbox.Limits{OpenFiles: openFilesLimit()},
+		ExtraFiles: []*os.File{
+			ctrl,
+		},
+	}, nil
+}
+
+// openFilesLimit is the runners' RLIMIT_NOFILE: 65536, or the hard limit
+// kagent has when that is lower (it cannot be raised).
+func openFilesLimit() uint64 {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil && r.Max < 65536 {
+		return r.Max
+	}
+	return 65536
+}
+
+// lastWins keeps the last value of each variable.
+func lastWins(env []string) []string {
+	seen := map[string]int{}
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if i, ok := seen[name]; ok {
+			out[i] = kv
+			continue
+		}
+		seen[name] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+func startRunnerServer(ctx context.Context, o Options) (*runnerServer, error) {
+	parent := harness.CacheDir()
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, fmt.Errorf("runner server: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, "rs-")
+	if err != nil {
+		return nil, fmt.Errorf("runner server: %w", err)
+	}
+	fail := func(err error) (*runnerServer, error) {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("runner server: %w", err)
+	}
+	hdir := filepath.Join(dir, "h")
+	if _, err := harness.Write(hdir); err != nil {
+		return fail(err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "runner-control"), os.NewFile(uintptr(fds[1]), "runner-control")
+	defer theirs.Close()
+	policy, err := runnerPolicy(o, hdir, theirs)
+	if err != nil {
+		mine.Close()
+		return fail(err)
+	}
+	s := &runnerServer{ctrl: mine, done: make(chan struct{}), tail: proc.NewTail(stderrTailSize), dir: dir}
+	started := make(chan error, 1)
+	ready := make(chan error, 1)
+	// The sandbox's init dies with the thread that started it (Pdeathsig):
+	// start it from a locked thread that lives until the sandbox ends.
+	go func() {
+		runtime.LockOSThread()
+		cmd, err := sandbox.Command(policy, []string{o.Python, "-u", "-m", "kagent_harness.forkserver", "--fd", "3"})
+		if err != nil {
+			started <- err
+			return
+		}
+		cmd.Stderr = s.tail
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			started <- err
+			return
+		}
+		s.cmd = cmd
+		started <- nil
+		go func() {
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if err == nil && strings.TrimSpace(line) != "ready" {
+				err = fmt.Errorf("unexpected first line %q", strings.TrimSpace(line))
+			}
+			ready <- err
+			_, _ = io.Copy(io.Discard, out)
+		}()
+		_ = cmd.Wait()
+		mine.Close()
+		os.RemoveAll(dir)
+		close(s.done)
+	}()
+	if err := <-started; err != nil {
+		mine.Close()
+		return fail(err)
+	}
+	timeout := o.StartTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	select {
+	case err = <-ready:
+	case <-s.done:
+		err = errors.New("exited")
+	case <-time.After(timeout):
+		err = fmt.Errorf("not ready after %s", timeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("runner server: %w: %s", err, lastLines(s.tail.String(), 3))
+	}
+	return s, nil
+}
+
+// connect returns a new judge connection to the server: one end of a socket
+// pair whose other end the server receives over the control socket.
+func (s *runnerServer) connect() (*os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the runner server: %w", err)
+	}
+	judge, server := os.NewFile(uintptr(fds[0]), "runner-server"), os.NewFile(uintptr(fds[1]), "judge")
+	defer server.Close()
+	s.mu.Lock()
+	err = unix.Sendmsg(int(s.ctrl.Fd()), []byte("j"), unix.UnixRights(int(server.Fd())), nil, 0)
+	s.mu.Unlock()
+	if err != nil {
+		judge.Close()
+		return nil, fmt.Errorf("connect to the runner server: %w", err)
+	}
+	return judge, nil
+}
+
+func (s *runnerServer) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
