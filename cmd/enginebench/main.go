@@ -37,7 +37,7 @@ import (
 type options struct {
 	python, repo, out, device, template, problem, large string
 	n                                                   int
-	skipEval                                            bool
+	skipEval, warmOnly                                  bool
 	cache                                               string
 }
 
@@ -52,6 +52,7 @@ func main() {
 	flag.StringVar(&o.large, "large", "cmd/enginebench/problems/softmax_large,examples/rmsnorm", "comma-separated problems for the stability and A/B measurements")
 	flag.IntVar(&o.n, "n", 10, "distinct candidates")
 	flag.BoolVar(&o.skipEval, "skip-eval", false, "skip the warm/fresh evaluation comparison")
+	flag.BoolVar(&o.warmOnly, "warm-only", false, "measure only the warm workers' evaluations (no fresh-process design)")
 	flag.StringVar(&o.cache, "cache", "", "cache dir (default: a fresh temporary one, so every Triton compile is counted)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -248,6 +249,10 @@ func compareDesigns(ctx context.Context, o options, task *kerneldir.Task, cands 
 	}
 	sess.Close()
 
+	if o.warmOnly {
+		res.WarmMedian = median(res.Warm)
+		return nil
+	}
 	// 1b. One fresh process for the test and another for the timing, per candidate.
 	freshCache := filepath.Join(cache, "fresh")
 	for _, c := range cands {
