@@ -491,7 +491,8 @@ class _Checker:
         """Rules on what a chain passes through (modules, allow-listed attributes, privates)."""
         parts = q.split(".")
         for i, p in enumerate(parts[1:], start=1):
-            if _is_dunder(p) and (p not in B.ALLOWED_DUNDERS or p == "__init__" and i != len(parts) - 1):
+            init_ok = i == len(parts) - 1 and self.resolver.resolve(".".join(parts[:i])).kind == CLASS
+            if _is_dunder(p) and (p not in B.ALLOWED_DUNDERS or p == "__init__" and not init_ok):
                 self.add(node, f"{q}: .{p} {B.BANNED_ATTRIBUTES.get(p, 'reaches interpreter internals')}", unit)
                 return True
         r = self.resolver.resolve(q)

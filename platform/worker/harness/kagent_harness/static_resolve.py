@@ -38,6 +38,10 @@ UNKNOWN = "unknown"
 
 _MISSING = object()
 
+# Facts about the installed torch, the same for every check in this process (a
+# cache, filled on first use; not a constant the guard compares).
+_facts: Dict[Tuple[str, bool], Any] = {}
+
 
 @dataclass
 class Resolved:
@@ -151,7 +155,10 @@ class Resolver:
         if obj is None:
             return None
         if self._banned is None:
-            self._banned = self._build_banned()
+            key = ("banned", self.strict)
+            if key not in _facts:
+                _facts[key] = self._build_banned()
+            self._banned = _facts[key]
         hit = self._banned.get(id(obj))
         return hit[1] if hit is not None and hit[0] is obj else None
 
@@ -204,18 +211,36 @@ class Resolver:
         return torch is not None and obj in (torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.Sequential)
 
     def tensor_methods(self) -> Set[str]:
+        key = ("tensor_methods", False)
+        if key not in _facts:
+            _facts[key] = self._tensor_methods()
+        return _facts[key]
+
+    def _tensor_methods(self) -> Set[str]:
         torch = self.torch()
         if torch is None:
             return set()
         return {n for n in dir(torch.Tensor) if callable(inspect.getattr_static(torch.Tensor, n, None))}
 
     def module_methods(self) -> Set[str]:
+        key = ("module_methods", False)
+        if key not in _facts:
+            _facts[key] = self._module_methods()
+        return _facts[key]
+
+    def _module_methods(self) -> Set[str]:
         torch = self.torch()
         if torch is None:
             return set()
         return {n for n in dir(torch.nn.Module) if callable(inspect.getattr_static(torch.nn.Module, n, None))}
 
     def internal_names(self) -> Set[str]:
+        key = ("internal_names", False)
+        if key not in _facts:
+            _facts[key] = self._internal_names()
+        return _facts[key]
+
+    def _internal_names(self) -> Set[str]:
         """Attribute names torch's own objects use (a kernel may not claim them as its own)."""
         torch = self.torch()
         if torch is None:
