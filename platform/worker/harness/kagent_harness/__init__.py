@@ -13,7 +13,8 @@ Modules, one concern each:
 - ``chunks``       walking large tensors in bounded pieces.
 - ``checksum``     keyed bit-exact checksums of tensors (stored draws unchanged?).
 - ``flops``        the reference's FLOP count (FlopCounterMode, torch >= 2.1).
-- ``static_check`` the AST checker of candidate source (ban list as data).
+- ``static_check`` the AST checker of candidate source (ban list as data;
+                   ``static_resolve`` looks its names up on the real modules).
 - ``guard``        identity snapshot of what the harness relies on (tamper check).
 - ``poison``       NaN-filled allocations and free memory during candidate calls.
 - ``launches``     counting Triton kernel launches.

@@ -73,10 +73,78 @@ BANNED_MODULES: Dict[str, str] = {
 ALLOWED_IMPORTS: Set[str] = {
     "torch", "triton", "__future__", "math", "cmath", "typing", "typing_extensions", "functools", "itertools",
     "operator", "dataclasses", "collections", "enum", "abc", "numbers", "warnings", "contextlib", "os", "sys",
-    "random", "time", "re", "copy", "heapq", "bisect", "statistics", "fractions", "decimal", "logging", "json",
+    "random", "time", "re", "copy", "heapq", "bisect", "statistics", "fractions", "decimal", "json",
     "textwrap",
-    # Gives a candidate nothing but ways to crash its own worker, which is survived.
+    # Restricted to crashing the worker (MODULE_ATTRIBUTES), which is survived.
     "faulthandler",
+}
+
+# Allowed modules whose attributes are an allow-list: everything else in them
+# (os.remove, sys.modules, warnings.catch_warnings, faulthandler.enable(file=fd)
+# ...) is banned. Keys are canonical module names.
+MODULE_ATTRIBUTES: Dict[str, Set[str]] = {
+    "os": {"environ", "getenv", "path", "cpu_count", "getpid", "sep", "linesep", "name", "_exit"},
+    "sys": {"stdout", "stderr", "stdin", "exit", "version_info", "version", "platform", "maxsize", "float_info",
+            "byteorder", "getrecursionlimit"},
+    "faulthandler": {"_sigsegv", "_sigabrt", "_sigfpe", "_read_null"},
+    "warnings": {"warn"},
+    "time": {"perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns", "sleep"},
+}
+
+# Canonical names of modules that are spelled otherwise in kernels (os.path is posixpath).
+MODULE_SPELLINGS: Dict[str, str] = {"posixpath": "os.path", "ntpath": "os.path", "genericpath": "os.path"}
+
+# Builtins a kernel may use. Any other free name (getattr, type, vars, open,
+# __import__, __builtins__, help, memoryview, id ...) is banned: builtins that are
+# not here reach objects dynamically, open files or tell calls apart.
+ALLOWED_BUILTINS: Set[str] = {
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
+    "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
+    "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object", "oct", "ord", "pow", "print",
+    "property", "range", "repr", "reversed", "round", "set", "slice", "sorted", "staticmethod", "str", "sum",
+    "super", "tuple", "zip", "True", "False", "None", "NotImplemented", "Ellipsis", "__name__",
+    "BaseException", "Exception", "ArithmeticError", "AssertionError", "AttributeError", "IndexError",
+    "KeyError", "LookupError", "MemoryError", "NotImplementedError", "OverflowError", "RecursionError",
+    "RuntimeError", "StopIteration", "TypeError", "ValueError", "ZeroDivisionError", "ImportError",
+    "ModuleNotFoundError", "NameError", "OSError", "UserWarning", "RuntimeWarning", "DeprecationWarning",
+    "Warning", "SystemExit", "KeyboardInterrupt",
+}
+
+# Builtins that take an attribute name: with a computed name they hide what is
+# reached; with a literal one the name is checked like `x.name`.
+ATTRIBUTE_BUILTINS: Set[str] = {"getattr", "setattr", "delattr", "hasattr"}
+
+# Dunder attributes a kernel may read (every other one reaches interpreter
+# internals: __dict__, __class__, __globals__, __mro__, __subclasses__ ...).
+# `__init__` only on super() or a class (super().__init__(), nn.Module.__init__(self)):
+# on an object it re-runs a constructor (a file object's on another descriptor).
+ALLOWED_DUNDERS: Set[str] = {"__init__", "__name__"}
+
+# Attribute names banned on any object: nn.Module methods that hand out its
+# sub-layers (which a kernel could then call), and runtime hooks that load
+# foreign GPU code or switch streams.
+BANNED_METHOD_NAMES: Dict[str, str] = {
+    "modules": "hands out torch.nn layers; read the parameters you need (self.layer.weight)",
+    "children": "hands out torch.nn layers; read the parameters you need (self.layer.weight)",
+    "named_modules": "hands out torch.nn layers; read the parameters you need (self.layer.weight)",
+    "named_children": "hands out torch.nn layers; read the parameters you need (self.layer.weight)",
+    "get_submodule": "hands out torch.nn layers; read the parameters you need (self.layer.weight)",
+    "add_module": "registers torch.nn layers by name; assign self.name = ... instead",
+    "register_module": "registers torch.nn layers by name; assign self.name = ... instead",
+    "apply": "runs a function over torch.nn layers",
+    "obj": "(AttributeError.obj) reaches the object a lookup failed on",
+    "load_binary": "loads GPU code that is not Triton",
+    "set_current_stream": "work on another stream escapes the timed stream",
+    "set_active": "replaces Triton's driver",
+}
+
+# Methods of a torch.nn layer a kernel may call: they return tensors.
+LAYER_METHODS: Set[str] = {"parameters", "named_parameters", "buffers", "named_buffers"}
+
+# torch.nn classes that hold parameters or layers but compute nothing themselves.
+NN_CONTAINERS: Set[str] = {
+    "Module", "ModuleList", "ModuleDict", "Parameter", "ParameterList", "ParameterDict", "Buffer",
+    "UninitializedParameter", "UninitializedBuffer",
 }
 
 # Dotted names (and everything under them) that may not be referenced.
@@ -146,11 +214,44 @@ BANNED_QUALIFIED: Dict[str, str] = {
     "operator.imatmul": "is a matmul; compute it in a Triton kernel",
     "operator.attrgetter": "is a dynamic lookup that hides what is called",
     "operator.methodcaller": "is a dynamic lookup that hides what is called",
+    "typing.get_type_hints": "evaluates annotations as code",
+    "typing.ForwardRef": "evaluates annotations as code",
+    "typing.evaluate_forward_ref": "evaluates annotations as code",
+    "typing_extensions.get_type_hints": "evaluates annotations as code",
+    "typing_extensions.ForwardRef": "evaluates annotations as code",
+    "typing_extensions.evaluate_forward_ref": "evaluates annotations as code",
+    "functools.singledispatch": "dispatches on types the kernel does not name",
+    "torch.get_device_module": "hands out a module by name",
+    "torch.load": "loads serialized objects",
+    "torch.save": "writes files",
+    "torch.utils": "is not allowed in a kernel",
+    "torch.func": "is not allowed in a kernel",
+    "torch.fx": "is not allowed in a kernel",
+    "torch.package": "loads code",
+    "torch.serialization": "loads serialized objects",
+    "torch.onnx": "is not allowed in a kernel",
+    "torch.profiler": "is not allowed in a kernel",
+    "torch.autograd.profiler": "is not allowed in a kernel",
+    "torch.autograd.graph": "installs autograd hooks",
+    "torch.ao": "is not allowed in a kernel",
+    "torch.quantization": "is not allowed in a kernel",
+    "torch.classes": "loads custom C++ classes",
+    "torch.cuda.jiterator": "compiles CUDA code that is not Triton",
+    "torch.cuda.memory": "is not allowed in a kernel",
+    "torch.testing": "is the harness's comparison; a kernel does not call it",
+    "triton.compile": "compiles code that is not a @triton.jit function",
+    "triton.compiler": "compiles code that is not a @triton.jit function",
+    "triton.runtime.build": "compiles and loads C code",
+    "triton.backends": "reaches Triton's driver internals",
+    "triton.tools": "is not allowed in a kernel",
+    "triton.testing": "is the harness's timer; a kernel does not call it",
+    "triton.runtime.cache": "reaches Triton's cache",
 }
 
 # Prefixes matched on the raw string (not a dotted boundary).
 BANNED_STRING_PREFIXES: Dict[str, str] = {
     "torch.set_": "changes global torch state",
+    "torch.cuda.set_": "changes global CUDA state",
     "os.exec": "replaces the worker process",
     "os.spawn": "runs a subprocess",
 }
@@ -240,6 +341,22 @@ BANNED_BUILTINS: Dict[str, str] = {
     "open": "opens files or raw file descriptors",
     "breakpoint": "starts a debugger",
     "__builtins__": "touches builtins",
+    "getattr": "is a dynamic lookup that hides what is called",
+    "setattr": "is a dynamic attribute write",
+    "delattr": "is a dynamic attribute write",
+    "hasattr": "is a dynamic lookup",
+    "type": "reaches an object's class and its internals",
+    "dir": "lists names for dynamic lookups",
+    "id": "tells objects apart (a kernel must behave the same whenever it is called)",
+    "help": "imports modules by name",
+    "memoryview": "reaches raw memory",
+    "input": "reads the worker's input",
+    "exit": "exits the worker",
+    "quit": "exits the worker",
+    "__build_class__": "builds classes dynamically",
+    "__loader__": "touches the import system",
+    "__spec__": "touches the import system",
+    "__file__": "reaches the kernel's files",
 }
 
 # Attribute names that reach into interpreter internals.

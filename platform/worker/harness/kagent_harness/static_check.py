@@ -1,16 +1,44 @@
 """Static check of a candidate's source on the Python AST (never by regex).
 
 What runs in the harness process is checked: module-level (import-time) code,
-``kernel_function`` and every method of ``ModelNew``, and, transitively, every
-function and class of the same file that checked code refers to. The bodies of
-``@triton.jit`` functions are Triton, not Python, and are not checked against
-the PyTorch ban list.
+every class, ``kernel_function``, module-level ``__getattr__``/``__dir__`` and,
+transitively, every function of the same file that checked code refers to
+(including from ``@triton.jit`` bodies, which run as Python under the
+interpreter and may call ``constexpr_function``s at compile time).
 
-The ban list is data (the tables in ``banlist``), so it is easy to read and extend.
-Names are resolved through imports and simple assignments anywhere in the file
-(``import torch.nn.functional as Q``, ``from torch import matmul as mm``,
-``T = torch``), so aliases do not hide a call; dynamic lookups
-(``getattr(torch, "mat" + "mul")``, ``eval``, ``__dict__``) are banned as such.
+The rules close a class of escapes, not a list of spellings:
+
+- **Nothing is reached by a computed name.** Free names must be allow-listed
+  builtins (no ``getattr``, ``vars``, ``type``, ``eval``, ``__import__``,
+  ``__builtins__`` ...); dunder attributes other than ``__name__`` (and
+  ``__init__`` on ``super()`` or a class) are banned; ``getattr``-style builtins
+  take literal names only; private attributes are allowed only where the kernel
+  set them itself; format strings may not reach attributes.
+- **Library objects are not first-class values.** A name that denotes a module
+  may appear only as the base of an attribute chain (``torch.empty``); library
+  functions and classes only where they are called, decorate, annotate or are
+  tested against (``isinstance``). So no module, banned function or torch layer
+  class can be passed, stored, returned, bound by ``for``/``with``/walrus or
+  defaulted into a name the check cannot follow; only plain data (dtypes,
+  numbers, strings) flows.
+- **Every chain is looked up on the real modules** (``static_resolve``): its
+  canonical name is checked (``torch.nn.modules.linear.F.linear`` is
+  ``torch.nn.functional.linear``), banned functions are known by identity, and
+  modules reached through another module's attributes are checked like imports.
+- **Imports are an allow-list** (``banlist.ALLOWED_IMPORTS``), some modules only
+  for a few attributes (``banlist.MODULE_ATTRIBUTES``); the reference problem and
+  relative imports are banned.
+- **torch.nn layers hold parameters, they never compute.** A torch layer (any
+  ``torch.nn`` class but the containers) may be built only as an attribute
+  (``self.fc = nn.Linear(...)``, also inside ``nn.ModuleList``/``Sequential``);
+  an attribute holding one may only be read (``self.fc.weight``), indexed,
+  iterated or measured with ``len``, never called, passed or bound to a name.
+  Subclassing a torch layer is banned.
+- **Banned ops whatever the spelling**: torch namespaces and tensor methods
+  (``banlist.LIBRARY_OPS``/``LIBRARY_METHODS``, ``STRICT_OPS`` when Triton is
+  required), ``@``, ``torch.ops``, private torch, ``torch.library`` ...
+  ``@triton.jit`` bodies are Triton: the op bans do not apply there, but torch
+  may not be used in them and the reach rules above do.
 
 Usage as a program: ``python3 -m kagent_harness.static_check FILE [--no-triton]``
 prints a JSON verdict.
@@ -21,29 +49,25 @@ from __future__ import annotations
 import ast
 import json
 import os
+import string
 import sys
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from .banlist import (
-    BANNED_ATTRIBUTES,
-    BANNED_BUILTINS,
-    ALLOWED_IMPORTS,
-    BANNED_MODULES,
-    BANNED_QUALIFIED,
-    BANNED_STRING_PREFIXES,
-    ENVIRON_WRITERS,
-    INFO_CALLS,
-    LIBRARY_METHODS,
-    LIBRARY_OPS,
-    PROBLEM_MODULES,
-    STRICT_OPS,
-    TRITON_DECORATORS,
-    TRITON_JIT,
-)
+from . import banlist as B
+from .static_resolve import CALLABLE, CLASS, DATA, MODULE, UNKNOWN, Resolver
 
 ENTRY_FUNCTION = "kernel_function"
 ENTRY_MODEL = "ModelNew"
+
+# Where a library object may appear, by what it is.
+_PLACES: Dict[str, Set[str]] = {
+    MODULE: {"base"},
+    CLASS: {"base", "callee", "decorator", "type", "annotation", "subscript"},
+    CALLABLE: {"base", "callee", "decorator", "annotation"},
+    UNKNOWN: {"base", "callee", "decorator", "type", "annotation", "subscript"},
+}
+_KIND_WORDS = {MODULE: "a module", CLASS: "a library class", CALLABLE: "a library function", UNKNOWN: "a library object"}
 
 
 @dataclass(frozen=True)
@@ -82,18 +106,7 @@ class Result:
         }
 
 
-# --- Analysis -------------------------------------------------------------------
-
-
-def _dotted(node: ast.AST) -> Optional[Tuple[str, List[str]]]:
-    """(root name, attribute path) of a pure Name/Attribute chain."""
-    attrs: List[str] = []
-    while isinstance(node, ast.Attribute):
-        attrs.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return node.id, list(reversed(attrs))
-    return None
+# --- Helpers ----------------------------------------------------------------------
 
 
 def _const_str(node: Optional[ast.AST]) -> Optional[str]:
@@ -108,15 +121,85 @@ def _strip_inplace(name: str) -> str:
     return name
 
 
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not _is_dunder(name)
+
+
+def _show(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _call_name(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id
+    return None
+
+
+def _positions(tree: ast.AST) -> Dict[int, str]:
+    """The syntactic place of each expression that is not a plain value."""
+    pos: Dict[int, str] = {}
+
+    def types_at(node: ast.AST) -> None:
+        pos[id(node)] = "type"
+        if isinstance(node, ast.Tuple):
+            for e in node.elts:
+                types_at(e)
+
+    annotations: List[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            pos[id(node.value)] = "base"
+        elif isinstance(node, ast.Call):
+            pos[id(node.func)] = "callee"
+            name = _call_name(node)
+            if name in ("isinstance", "issubclass") and len(node.args) == 2:
+                types_at(node.args[1])
+            elif name == "len" and len(node.args) == 1:
+                pos[id(node.args[0])] = "len"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for d in node.decorator_list:
+                pos[id(d)] = "decorator"
+            if isinstance(node, ast.ClassDef):
+                for b in node.bases:
+                    pos[id(b)] = "type"
+            elif node.returns is not None:
+                annotations.append(node.returns)
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.ExceptHandler) and node.type is not None:
+            types_at(node.type)
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            pos[id(node.exc)] = "type"
+        elif isinstance(node, ast.Subscript):
+            pos[id(node.value)] = "subscript"
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            pos[id(node.iter)] = "iter"
+            if _call_name(node.iter) in ("enumerate", "zip"):
+                for a in node.iter.args:  # type: ignore[attr-defined]
+                    pos[id(a)] = "iter"
+    for ann in annotations:
+        for sub in ast.walk(ann):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and pos.get(id(sub)) != "base":
+                pos[id(sub)] = "annotation"
+    return pos
+
+
 class _Index:
-    """Names defined in the file and the aliases of imported modules."""
+    """Names defined in the file and the aliases of imported names."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self.tree = tree
         self.functions: Dict[str, ast.AST] = {}
         self.classes: Dict[str, ast.ClassDef] = {}
         self.aliases: Dict[str, Set[str]] = {}
         self.bound: Set[str] = set()  # every name bound anywhere in the file
+        self.stored_attrs: Set[str] = set()  # attribute names the file assigns
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[stmt.name] = stmt
@@ -136,46 +219,38 @@ class _Index:
                         self._alias(a.asname or a.name, f"{node.module}.{a.name}")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.bound.add(node.name)
+                if isinstance(node, ast.ClassDef):
+                    for s in node.body:
+                        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            self.stored_attrs.add(s.name)
+                        for t in s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]:
+                            if isinstance(t, ast.Name):
+                                self.stored_attrs.add(t.id)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 self.bound.add(node.id)
             elif isinstance(node, ast.arg):
                 self.bound.add(node.arg)
-        # Simple assignments of resolvable values (T = torch, mm = torch.matmul), to a fixpoint.
-        for _ in range(6):
-            changed = False
-            for node in ast.walk(tree):
-                pairs: List[Tuple[ast.AST, ast.AST]] = []
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        pairs.append((target, node.value))
-                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                    pairs.append((node.target, node.value))
-                for target, value in pairs:
-                    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
-                        pairs.extend(zip(target.elts, value.elts))
-                        continue
-                    if isinstance(target, ast.Name):
-                        for q in self.qualnames(value):
-                            if q not in self.aliases.get(target.id, set()):
-                                self._alias(target.id, q)
-                                changed = True
-            if not changed:
-                break
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.bound.add(node.name)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                self.bound.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                self.stored_attrs.add(node.attr)
 
     def _alias(self, name: str, qual: str) -> None:
         self.aliases.setdefault(name, set()).add(qual)
         self.bound.add(name)
 
     def qualnames(self, node: ast.AST) -> Set[str]:
-        """Every dotted name an expression may denote (empty if unknown)."""
+        """Every dotted library name an expression may denote (empty if none)."""
         if isinstance(node, ast.Name):
             return set(self.aliases.get(node.id, set()))
         if isinstance(node, ast.Attribute):
             return {f"{q}.{node.attr}" for q in self.qualnames(node.value)}
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-            if len(node.args) >= 2 and _const_str(node.args[1]) is not None:
-                attr = _const_str(node.args[1])
-                return {f"{q}.{attr}" for q in self.qualnames(node.args[0])}
+        if _call_name(node) == "getattr" and "getattr" not in self.bound:
+            args = node.args  # type: ignore[attr-defined]
+            if len(args) >= 2 and _const_str(args[1]) is not None:
+                return {f"{q}.{_const_str(args[1])}" for q in self.qualnames(args[0])}
         return set()
 
     def is_triton_decorator(self, node: ast.AST, names: Set[str]) -> bool:
@@ -186,68 +261,131 @@ class _Index:
 class _Unit:
     """A piece of code that runs: module level, a function, or a class."""
 
-    def __init__(self, name: str, nodes: List[ast.AST], where: str, cls: Optional[ast.ClassDef] = None) -> None:
+    def __init__(self, name: str, nodes: List[ast.AST], where: str) -> None:
         self.name = name
         self.nodes = nodes
         self.where = where
-        self.cls = cls
 
 
 class _Checker:
     def __init__(self, source: str, require_triton: bool, problem_names: Iterable[str]) -> None:
-        self.source = source
         self.require_triton = require_triton
-        self.problem_names = set(PROBLEM_MODULES) | {n for n in problem_names if n}
+        self.problem_names = set(B.PROBLEM_MODULES) | {n for n in problem_names if n}
         self.violations: List[Violation] = []
         self._seen: Set[Tuple[int, str]] = set()
         self.tree = ast.parse(source)
         self.index = _Index(self.tree)
+        self.resolver = Resolver(strict=require_triton)
+        self.pos = _positions(self.tree)
         self.jit_functions: Set[str] = set()
         self.has_jit = False
         self._find_jit()
-        self.self_attrs: Dict[str, Set[str]] = {}  # class -> attributes assigned on self
-        self.module_attrs: Dict[str, Dict[str, str]] = {}  # class -> self.attr -> nn class
-        for name, cls in self.index.classes.items():
-            self._scan_class(name, cls)
+        self.layer_attrs: Set[str] = set()  # attribute names that hold torch.nn layers
+        self.layer_vars: Set[str] = set()  # names bound by iterating over them
+        self.allowed_builds: Set[int] = set()  # layer constructions stored as attributes
+        self._find_layers()
 
     # -- setup --
 
     def _find_jit(self) -> None:
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if any(self.index.is_triton_decorator(d, TRITON_JIT) for d in node.decorator_list):
+                if any(self.index.is_triton_decorator(d, B.TRITON_JIT) for d in node.decorator_list):
                     self.has_jit = True
-                if any(self.index.is_triton_decorator(d, TRITON_DECORATORS) for d in node.decorator_list):
+                if any(self.index.is_triton_decorator(d, B.TRITON_DECORATORS) for d in node.decorator_list):
                     self.jit_functions.add(node.name)
-            elif isinstance(node, ast.Call) and self.index.is_triton_decorator(node.func, TRITON_JIT):
+            elif isinstance(node, ast.Call) and self.index.is_triton_decorator(node.func, B.TRITON_JIT):
                 # kernel = triton.jit(fn)
                 for arg in node.args:
                     if isinstance(arg, ast.Name) and arg.id in self.index.functions:
                         self.jit_functions.add(arg.id)
                         self.has_jit = True
 
-    def _scan_class(self, name: str, cls: ast.ClassDef) -> None:
-        attrs: Set[str] = set()
-        modules: Dict[str, str] = {}
-        for node in ast.walk(cls):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                if isinstance(node.value, ast.Name) and node.value.id == "self":
-                    attrs.add(node.attr)
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                for q in self.index.qualnames(node.value.func):
-                    if q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper():
-                        leaf = q.split(".")[-1]
-                        if leaf.startswith("Parameter") or leaf in ("Module", "ModuleList", "ModuleDict"):
-                            continue
-                        for target in node.targets:
-                            if (
-                                isinstance(target, ast.Attribute)
-                                and isinstance(target.value, ast.Name)
-                                and target.value.id == "self"
-                            ):
-                                modules[target.attr] = leaf
-        self.self_attrs[name] = attrs
-        self.module_attrs[name] = modules
+    def resolved_objects(self, node: ast.AST) -> List[object]:
+        return [r.obj for r in (self.resolver.resolve(q) for q in self.index.qualnames(node)) if r.obj is not None]
+
+    def _layer_rhs(self, expr: ast.AST) -> Optional[Set[int]]:
+        """The layer constructions in an attribute's value, or None if it holds no layer."""
+        if isinstance(expr, ast.Call):
+            objs = self.resolved_objects(expr.func)
+            layer = any(self.resolver.is_nn_layer_class(o) for o in objs)
+            container = any(self.resolver.is_nn_container_class(o) for o in objs)
+            if not layer and not container:
+                return None
+            builds: Set[int] = {id(expr)} if layer else set()
+            for a in list(expr.args) + [k.value for k in expr.keywords]:
+                builds |= self._layer_rhs(a) or set()
+            return builds
+        parts: List[ast.AST] = []
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            parts = [e.value if isinstance(e, ast.Starred) else e for e in expr.elts]
+        elif isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            parts = [expr.elt]
+        elif isinstance(expr, ast.Dict):
+            parts = list(expr.values)
+        elif isinstance(expr, ast.DictComp):
+            parts = [expr.value]
+        found = [self._layer_rhs(p) for p in parts]
+        if not any(f is not None for f in found):
+            return None
+        return set().union(*(f for f in found if f is not None))
+
+    def _find_layers(self) -> None:
+        for node in ast.walk(self.tree):
+            pairs: List[Tuple[ast.AST, Optional[ast.AST]]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, ast.AnnAssign):
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, ast.Call) and _call_name(node) == "setattr" and len(node.args) == 3:
+                name = _const_str(node.args[1])
+                if name is not None:
+                    pairs = [(ast.Attribute(value=node.args[0], attr=name, ctx=ast.Store()), node.args[2])]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                recv = node.func.value
+                if node.func.attr in ("append", "extend", "insert") and isinstance(recv, ast.Attribute):
+                    pairs = [(ast.Attribute(value=recv.value, attr=recv.attr, ctx=ast.Store()), a) for a in node.args]
+            for target, value in pairs:
+                if value is None or not isinstance(target, ast.Attribute):
+                    continue
+                builds = self._layer_rhs(value)
+                if builds is not None:
+                    self.layer_attrs.add(target.attr)
+                    self.allowed_builds |= builds
+        for _ in range(4):
+            before = len(self.layer_vars)
+            for node in ast.walk(self.tree):
+                if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    self._taint(node.target, node.iter)
+            if len(self.layer_vars) == before:
+                break
+
+    def _taint(self, target: ast.AST, it: ast.AST) -> None:
+        name = _call_name(it)
+        if name in ("enumerate", "zip") and isinstance(target, ast.Tuple):
+            args = it.args  # type: ignore[attr-defined]
+            pairs = [(target.elts[1], args[0])] if name == "enumerate" and args else list(zip(target.elts, args))
+            for t, a in pairs:
+                self._taint(t, a) if isinstance(t, ast.Tuple) else self._taint_name(t, a)
+            return
+        self._taint_name(target, it)
+
+    def _taint_name(self, target: ast.AST, it: ast.AST) -> None:
+        if self.is_layer(it):
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    self.layer_vars.add(sub.id)
+
+    def is_layer(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr in self.layer_attrs and not self.index.qualnames(node)
+        if isinstance(node, ast.Name):
+            return node.id in self.layer_vars
+        if isinstance(node, ast.Subscript):
+            return self.is_layer(node.value)
+        if _call_name(node) == "getattr" and len(node.args) >= 2:  # type: ignore[attr-defined]
+            return _const_str(node.args[1]) in self.layer_attrs  # type: ignore[attr-defined]
+        return False
 
     # -- reporting --
 
@@ -269,60 +407,53 @@ class _Checker:
         module_nodes: List[ast.AST] = []
         for stmt in self.tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # Decorators, defaults and annotations run when the def runs.
                 module_nodes.extend(stmt.decorator_list)
-                module_nodes.extend(stmt.args.defaults)
-                module_nodes.extend(d for d in stmt.args.kw_defaults if d is not None)
+                module_nodes.append(stmt.args)
+                if stmt.returns is not None:
+                    module_nodes.append(stmt.returns)
             elif isinstance(stmt, ast.ClassDef):
-                continue  # classes run their bodies at import: handled as units when reachable
+                continue  # classes run their bodies at import: each is a unit
             else:
                 module_nodes.append(stmt)
         queue: List[_Unit] = [_Unit("<module>", module_nodes, "module-level code")]
         done: Set[str] = {"<module>"}
-        # Class bodies run at import time, so every class is a unit.
         for name, cls in self.index.classes.items():
             where = f"class {name}" if name == ENTRY_MODEL else f"class {name} (runs at import)"
-            queue.append(self._class_unit(name, cls, where))
+            queue.append(_Unit(name, [cls], where))
             done.add(name)
-        if ENTRY_FUNCTION in self.index.functions:
-            queue.append(self._function_unit(ENTRY_FUNCTION, ENTRY_FUNCTION))
-            done.add(ENTRY_FUNCTION)
+        # Called by the harness, or implicitly by Python (module __getattr__/__dir__).
+        for name in self.index.functions:
+            if name == ENTRY_FUNCTION or _is_dunder(name):
+                queue.append(_Unit(name, [self.index.functions[name]], name))
+                done.add(name)
         while queue:
             unit = queue.pop(0)
-            for ref in self._check_unit(unit):
-                if ref in done:
-                    continue
+            refs: Set[str] = set()
+            visitor = _Visitor(self, unit, refs)
+            for node in unit.nodes:
+                visitor.visit(node)
+            for ref in sorted(refs - done):
                 done.add(ref)
                 if ref in self.index.functions:
-                    queue.append(self._function_unit(ref, f"helper {ref}() (reached from {unit.name})"))
+                    queue.append(_Unit(ref, [self.index.functions[ref]], f"helper {ref}() (reached from {unit.name})"))
         entries = [n for n in (ENTRY_MODEL, ENTRY_FUNCTION) if n in self.index.classes or n in self.index.functions]
         return Result(not self.violations, self.violations, self.has_jit, entries)
 
-    def _function_unit(self, name: str, where: str) -> _Unit:
-        fn = self.index.functions[name]
-        return _Unit(name, [fn], where)
-
-    def _class_unit(self, name: str, cls: ast.ClassDef, where: str) -> _Unit:
-        return _Unit(name, [cls], where, cls)
-
-    def _check_unit(self, unit: _Unit) -> Set[str]:
-        """Check a unit; return the names of local functions/classes it refers to."""
-        refs: Set[str] = set()
-        visitor = _Visitor(self, unit, refs)
-        for node in unit.nodes:
-            visitor.visit(node)
-        return refs
-
     # -- rules on dotted names --
 
-    def check_qualname(self, q: str, node: ast.AST, unit: _Unit, store: bool = False) -> bool:
+    def check_qualname(self, q: str, node: ast.AST, unit: _Unit, store: bool = False, triton: bool = False) -> bool:
         """Report q if banned. Returns True when reported."""
         parts = q.split(".")
-        for mod, why in BANNED_MODULES.items():
+        for mod, why in B.BANNED_MODULES.items():
             if q == mod or q.startswith(mod + "."):
                 self.add(node, f"{q} is off limits ({why})", unit)
                 return True
         if parts[0] in self.problem_names:
             self.add(node, f"{q} uses the reference problem; the kernel may not call the reference", unit)
+            return True
+        if triton and parts[0] == "torch":
+            self.add(node, f"{q}: torch may not be used inside a @triton.jit function (use triton.language)", unit)
             return True
         if store:
             if q == "os.environ" or q.startswith("os.environ."):
@@ -330,30 +461,54 @@ class _Checker:
             else:
                 self.add(node, f"assigns {q} (monkeypatching a module is not allowed)", unit)
             return True
-        for prefix, why in BANNED_QUALIFIED.items():
+        for prefix, why in B.BANNED_QUALIFIED.items():
             if q == prefix or q.startswith(prefix + "."):
                 sep = " " if why.startswith(("is ", "hands ")) else ": "
                 self.add(node, f"{q}{sep}{why}", unit)
                 return True
-        for prefix, why in BANNED_STRING_PREFIXES.items():
+        for prefix, why in B.BANNED_STRING_PREFIXES.items():
             if q.startswith(prefix):
                 self.add(node, f"{q}: {why}", unit)
                 return True
         if parts[0] == "torch" and len(parts) > 1:
             for p in parts[1:]:
-                if p.startswith("_") and not (p.startswith("__") and p.endswith("__")):
+                if _is_private(p):
                     self.add(node, f"{q} is a private PyTorch API (not allowed in a kernel)", unit)
                     return True
             leaf = _strip_inplace(parts[-1])
-            if leaf in LIBRARY_OPS:
+            if not triton and leaf in B.LIBRARY_OPS:
                 self.add(node, f"{q} is a PyTorch library op; compute it in a Triton kernel", unit)
                 return True
-            if self.require_triton and leaf in STRICT_OPS:
+            if not triton and self.require_triton and leaf in B.STRICT_OPS:
                 self.add(node, f"{q} computes in PyTorch; do the math in the Triton kernel", unit)
                 return True
-        if parts[0] == "os" and len(parts) >= 3 and parts[1] == "environ" and parts[2] in ENVIRON_WRITERS:
+        if parts[0] == "os" and len(parts) >= 3 and parts[1] == "environ" and parts[2] in B.ENVIRON_WRITERS:
             self.add(node, f"{q} writes os.environ", unit)
             return True
+        return False
+
+    def check_reach(self, q: str, node: ast.AST, unit: _Unit) -> bool:
+        """Rules on what a chain passes through (modules, allow-listed attributes, privates)."""
+        parts = q.split(".")
+        for i, p in enumerate(parts[1:], start=1):
+            init_ok = i == len(parts) - 1 and self.resolver.resolve(".".join(parts[:i])).kind == CLASS
+            if _is_dunder(p) and (p not in B.ALLOWED_DUNDERS or p == "__init__" and not init_ok):
+                self.add(node, f"{q}: .{p} {B.BANNED_ATTRIBUTES.get(p, 'reaches interpreter internals')}", unit)
+                return True
+        r = self.resolver.resolve(q)
+        for m in r.modules[1:]:
+            root = m.split(".")[0]
+            if root not in B.ALLOWED_IMPORTS and not any(m == b or m.startswith(b + ".") for b in B.BANNED_MODULES):
+                self.add(node, f"{q} reaches module {m}, which a kernel may not use", unit)
+                return True
+        for mod, attr in r.steps:
+            allowed = B.MODULE_ATTRIBUTES.get(mod)
+            if allowed is not None and attr not in allowed:
+                self.add(node, f"{mod}.{attr} is not allowed (a kernel may use only {', '.join(sorted(allowed))} from {mod})", unit)
+                return True
+            if _is_private(attr) and allowed is None and mod.split(".")[0] != "torch":
+                self.add(node, f"{mod}.{attr} is private (not allowed in a kernel)", unit)
+                return True
         return False
 
 
@@ -363,12 +518,16 @@ class _Visitor(ast.NodeVisitor):
         self.unit = unit
         self.refs = refs
         self.index = checker.index
-        self.cls_name = unit.cls.name if unit.cls is not None else None
+        self.triton = False  # inside a @triton.jit body
 
     def report(self, node: ast.AST, message: str) -> None:
         self.c.add(node, message, self.unit)
 
-    # Functions: skip Triton bodies.
+    def place(self, node: ast.AST) -> str:
+        return self.c.pos.get(id(node), "value")
+
+    # -- definitions --
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self._function(node)
 
@@ -379,12 +538,16 @@ class _Visitor(ast.NodeVisitor):
         for d in node.decorator_list:  # type: ignore[attr-defined]
             self.visit(d)
         self.visit(node.args)  # type: ignore[attr-defined]
-        if node.name in self.c.jit_functions:  # type: ignore[attr-defined]
-            return  # Triton code, not Python that runs in the harness
-        if node.name in ("__torch_function__", "__torch_dispatch__"):  # type: ignore[attr-defined]
-            self.report(node, f"defines {node.name} (overriding torch dispatch is not allowed)")  # type: ignore[attr-defined]
+        if node.returns is not None:  # type: ignore[attr-defined]
+            self.visit(node.returns)  # type: ignore[attr-defined]
+        name = node.name  # type: ignore[attr-defined]
+        if name in ("__torch_function__", "__torch_dispatch__"):
+            self.report(node, f"defines {name} (overriding torch dispatch is not allowed)")
+        saved = self.triton
+        self.triton = saved or name in self.c.jit_functions
         for stmt in node.body:  # type: ignore[attr-defined]
             self.visit(stmt)
+        self.triton = saved
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -394,6 +557,9 @@ class _Visitor(ast.NodeVisitor):
             for q in self.index.qualnames(base):
                 if q == "torch.Tensor" or q.startswith("torch.Tensor."):
                     self.report(base, "subclasses torch.Tensor (tensor subclasses are not allowed)")
+            for obj in self.c.resolved_objects(base):
+                if self.c.resolver.is_nn_layer_class(obj):
+                    self.report(base, f"subclasses torch.nn.{obj.__name__}, a layer that computes; subclass torch.nn.Module")  # type: ignore[attr-defined]
             if isinstance(base, ast.Name) and base.id in self.index.classes:
                 self.refs.add(base.id)
             self.visit(base)
@@ -421,6 +587,8 @@ class _Visitor(ast.NodeVisitor):
             return
         self.generic_visit(node)
 
+    # -- imports --
+
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             self._check_import(node, a.name)
@@ -443,128 +611,213 @@ class _Visitor(ast.NodeVisitor):
         if root in self.c.problem_names:
             self.report(node, f"imports {name}: the kernel may not use the reference problem")
             return True
-        for mod, why in BANNED_MODULES.items():
+        for mod, why in B.BANNED_MODULES.items():
             if name == mod or name.startswith(mod + "."):
                 self.report(node, f"imports {name} ({why})")
                 return True
-        if not only_modules and root not in ALLOWED_IMPORTS:
-            self.report(node, f"imports {name}: a kernel may import only " + ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"})))
+        if not only_modules and root not in B.ALLOWED_IMPORTS:
+            self.report(node, f"imports {name}: a kernel may import only " + ", ".join(sorted(B.ALLOWED_IMPORTS - {"__future__"})))
             return True
+        if only_modules or "." in name:
+            # What the import binds is checked where it is used; what it reaches, here.
+            self.c.check_reach(name, node, self.unit)
         return False
 
+    # -- names --
+
     def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Load):
-            if node.id in BANNED_BUILTINS and node.id not in self.index.bound:
-                self.report(node, f"{node.id}() {BANNED_BUILTINS[node.id]}")
-            elif node.id in ("getattr", "setattr", "delattr") and node.id not in self.index.bound:
-                # Reached only when not the func of a Call (calls are handled in visit_Call).
-                self.report(node, f"{node.id} used as a value is a dynamic lookup that hides what is called")
-            elif node.id == "Model" and "Model" not in self.index.classes and "Model" not in self.index.functions:
-                self.report(node, "uses the reference Model; the kernel must compute the result itself")
-            elif node.id in self.index.functions or node.id in self.index.classes:
+        if not isinstance(node.ctx, ast.Load):
+            return
+        place = self.place(node)
+        quals = self.index.qualnames(node)
+        if quals:
+            self._library(node, quals, place, store=False)
+            return
+        if node.id in self.c.layer_vars:
+            self._layer_use(node, place)
+        if node.id in self.index.bound:
+            if node.id in self.index.functions or node.id in self.index.classes:
                 self.refs.add(node.id)
-            for q in self.index.qualnames(node):
-                self.c.check_qualname(q, node, self.unit)
+            return
+        if node.id == "Model":
+            self.report(node, "uses the reference Model; the kernel must compute the result itself")
+        elif node.id in B.ALLOWED_BUILTINS or (node.id in B.ATTRIBUTE_BUILTINS and place == "callee"):
+            return
+        else:
+            why = B.BANNED_BUILTINS.get(node.id, "is not a builtin a kernel may use")
+            if place == "callee":
+                self.report(node, f"{node.id}() {why}")
+            else:
+                self.report(node, f"{node.id} used as a value: {why}")
+
+    def _library(self, node: ast.AST, quals: Set[str], place: str, store: bool) -> None:
+        """A name or chain that starts at an import."""
+        for q in sorted(quals):
+            r = self.c.resolver.resolve(q)
+            names = [q] + ([r.canonical] if r.canonical != q else [])
+            if any(self.c.check_qualname(n, node, self.unit, store=store, triton=self.triton) for n in names):
+                continue
+            if self.c.check_reach(q, node, self.unit):
+                continue
+            ident = None if self.triton else self.c.resolver.banned_identity(r.obj)
+            if ident is not None:
+                self.report(node, f"{q} is {ident}, a PyTorch op; compute it in a Triton kernel")
+                continue
+            if r.kind != DATA and place not in _PLACES[r.kind] and not store:
+                shown = _show(node)
+                if r.kind == MODULE:
+                    self.report(node, f"{shown} is a module used as a value; use it only as {shown}.name")
+                else:
+                    self.report(node, f"{shown} is {_KIND_WORDS[r.kind]} used as a value; call it where it is needed")
+
+    # -- attributes --
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         store = isinstance(node.ctx, (ast.Store, ast.Del))
-        if node.attr in BANNED_ATTRIBUTES:
-            self.report(node, f".{node.attr} {BANNED_ATTRIBUTES[node.attr]}")
-            self.visit(node.value)
-            return
+        place = self.place(node)
         quals = self.index.qualnames(node)
         if quals:
-            for q in quals:
-                self.c.check_qualname(q, node, self.unit, store=store)
-            # The chain is fully resolved; its parts were checked as one name.
+            self._library(node, quals, place, store)
             return
+        self._attribute_rules(node, store)
+        if self.c.is_layer(node.value) and not store:
+            if node.attr in self.c.resolver.module_methods() and node.attr not in B.LAYER_METHODS:
+                self.report(node, f"{_show(node)}: .{node.attr} of a torch.nn layer is not allowed; read its parameters instead")
         if not store:
+            if self.c.is_layer(node):
+                self._layer_use(node, place)
             self._method_rule(node)
+        else:
+            self._store_rule(node)
         self.visit(node.value)
 
+    def _attribute_rules(self, node: ast.Attribute, store: bool) -> None:
+        attr, recv = node.attr, node.value
+        if _is_dunder(attr):
+            ok = attr in B.ALLOWED_DUNDERS and not store
+            if ok and attr == "__init__":
+                ok = _call_name(recv) == "super" or (isinstance(recv, ast.Name) and recv.id in self.index.classes)
+            if not ok:
+                why = B.BANNED_ATTRIBUTES.get(attr, "reaches interpreter internals")
+                self.report(node, f".{attr} {why}")
+            return
+        if attr in B.BANNED_ATTRIBUTES:
+            self.report(node, f".{attr} {B.BANNED_ATTRIBUTES[attr]}")
+            return
+        if attr in B.BANNED_METHOD_NAMES:
+            if not (attr == "apply" and isinstance(recv, ast.Name) and recv.id in self.index.classes):
+                self.report(node, f".{attr} {B.BANNED_METHOD_NAMES[attr]}")
+            return
+        if _is_private(attr):
+            if attr not in self.index.stored_attrs or attr in self.c.resolver.internal_names():
+                self.report(node, f".{attr} is a private attribute the kernel did not set (not allowed)")
+
+    def _store_rule(self, node: ast.Attribute) -> None:
+        recv = node.value
+        if isinstance(recv, ast.Name) and (recv.id in ("self", "cls", "ctx") or recv.id in self.index.classes):
+            return
+        if node.attr in self.c.resolver.tensor_methods():
+            self.report(node, f"assigns {_show(node)}: overriding a tensor method on an object is not allowed")
+
     def _method_rule(self, node: ast.Attribute) -> None:
+        if self.triton:
+            return
         name = _strip_inplace(node.attr)
-        banned = name in LIBRARY_METHODS or (self.c.require_triton and name in STRICT_OPS)
+        banned = name in B.LIBRARY_METHODS or (self.c.require_triton and name in B.STRICT_OPS)
         if not banned:
             return
         value = node.value
-        if isinstance(value, ast.Call) and any(q in INFO_CALLS for q in self.index.qualnames(value.func)):
+        if isinstance(value, ast.Call) and any(q in B.INFO_CALLS for q in self.index.qualnames(value.func)):
             return  # torch.finfo(t).max
-        if isinstance(value, ast.Name) and value.id == "self" and self.cls_name is not None:
-            if node.attr in self.c.self_attrs.get(self.cls_name, set()):
-                return  # the class's own attribute (self.min = min_val)
-        if name in LIBRARY_METHODS:
+        if isinstance(value, ast.Name) and value.id == "self" and node.attr in self.index.stored_attrs:
+            return  # the class's own attribute (self.min = min_val)
+        if name in B.LIBRARY_METHODS:
             self.report(node, f".{node.attr}() is a PyTorch library op (tensor method); compute it in a Triton kernel")
         else:
             self.report(node, f".{node.attr}() computes in PyTorch; do the math in the Triton kernel")
+
+    def _layer_use(self, node: ast.AST, place: str) -> None:
+        if place in ("base", "subscript", "len", "iter"):
+            return
+        shown = _show(node)
+        doing = "calls it" if place == "callee" else "uses it as a value"
+        self.report(
+            node,
+            f"{shown} is a torch.nn layer and the kernel {doing}; only read its parameters "
+            f"({shown}.weight) and compute in a Triton kernel",
+        )
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             for q in self.index.qualnames(node.value):
                 self.c.check_qualname(q, node, self.unit, store=True)
+        elif self.c.is_layer(node):
+            self._layer_use(node, self.place(node))
         self.generic_visit(node)
 
+    # -- operators and calls --
+
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult):
+        if isinstance(node.op, ast.MatMult) and not self.triton:
             self.report(node, "the @ operator is a PyTorch matmul; compute it in a Triton kernel")
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        if isinstance(node.op, ast.MatMult):
+        if isinstance(node.op, ast.MatMult) and not self.triton:
             self.report(node, "the @= operator is a PyTorch matmul; compute it in a Triton kernel")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "delattr") and func.id not in self.index.bound:
+        if isinstance(func, ast.Name) and func.id in B.ATTRIBUTE_BUILTINS and func.id not in self.index.bound:
             self._dynamic_attr(node, func.id)
             return
+        if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
+            self._format_rule(node, func)
+        for obj in self.c.resolved_objects(func):
+            if self.c.resolver.is_nn_layer_class(obj) and id(node) not in self.c.allowed_builds:
+                name = obj.__name__  # type: ignore[attr-defined]
+                self.report(
+                    node,
+                    f"builds a torch.nn.{name} outside a model attribute; hold layers as self.name = nn.{name}(...) "
+                    f"and compute with their parameters in a Triton kernel",
+                )
         if isinstance(func, ast.Call):
             for q in self.index.qualnames(func.func):
                 if q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper():
                     self.report(node, f"calls a {q.split('.')[-1]} module built on the spot; compute it in a Triton kernel")
-        if isinstance(func, ast.Attribute):
-            if func.attr == "forward" and not (isinstance(func.value, ast.Name) and func.value.id == "self"):
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            if not (isinstance(func.value, ast.Name) and func.value.id == "self"):
                 self.report(node, "calls another module's .forward(); compute the result in a Triton kernel")
-            if (
-                isinstance(func.value, ast.Name)
-                and func.value.id == "self"
-                and self.cls_name is not None
-                and func.attr in self.c.module_attrs.get(self.cls_name, {})
-            ):
-                kind = self.c.module_attrs[self.cls_name][func.attr]
-                self.report(
-                    node,
-                    f"calls self.{func.attr} (a torch.nn.{kind}) which computes in PyTorch; "
-                    f"use its parameters in a Triton kernel instead",
-                )
         self.generic_visit(node)
+
+    def _format_rule(self, node: ast.Call, func: ast.Attribute) -> None:
+        template = _const_str(func.value)
+        if template is None:
+            if not self.index.qualnames(func.value):
+                self.report(node, f".{func.attr}() on a computed string can reach attributes by name; use an f-string")
+            return
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+        except ValueError:
+            return
+        for f in fields:
+            if "._" in f or "[_" in f or ".__" in f:
+                self.report(node, f"format field {{{f}}} reaches a private attribute")
 
     def _dynamic_attr(self, node: ast.Call, fname: str) -> None:
         args = node.args
         attr = _const_str(args[1]) if len(args) >= 2 else None
-        if attr is None:
+        if attr is None or node.keywords and fname != "getattr":
             self.report(node, f"{fname}() with a computed name is a dynamic lookup that hides what is called")
-            for a in args:
-                self.visit(a)
+            self.generic_visit(node)
             return
-        if attr in BANNED_ATTRIBUTES:
-            self.report(node, f"{fname}(..., {attr!r}) {BANNED_ATTRIBUTES[attr]}")
-        target = args[0]
-        quals = self.index.qualnames(target)
-        if fname in ("setattr", "delattr"):
-            if quals:
-                for q in quals:
-                    self.c.check_qualname(f"{q}.{attr}", node, self.unit, store=True)
-        else:
-            if quals:
-                for q in quals:
-                    self.c.check_qualname(f"{q}.{attr}", node, self.unit)
-            else:
-                fake = ast.Attribute(value=target, attr=attr, ctx=ast.Load())
-                ast.copy_location(fake, node)
-                self._method_rule(fake)
-        for a in args:
+        ctx: ast.expr_context = ast.Store() if fname in ("setattr", "delattr") else ast.Load()
+        fake = ast.copy_location(ast.Attribute(value=args[0], attr=attr, ctx=ctx), node)
+        self.c.pos[id(fake)] = self.place(node)
+        self.c.pos[id(args[0])] = "base"
+        self.visit(fake)
+        for a in args[2:]:
             self.visit(a)
         for kw in node.keywords:
             self.visit(kw.value)
