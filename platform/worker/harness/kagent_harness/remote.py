@@ -284,8 +284,14 @@ class RunnerClient:
             except OSError:
                 pass
 
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
     def close(self) -> None:
-        if getattr(self, "_closing", False):
+        if getattr(self, "_closing", False) or not hasattr(self, "link"):
             return
         self._closing = True
         self.closed = True

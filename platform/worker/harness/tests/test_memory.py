@@ -170,11 +170,16 @@ class PeakMemoryTest(unittest.TestCase):
             return  # the peak cannot be reset here: the timing phase is covered by the bound above only
         timing = large["bench_peak"] - large["loaded"]
         timing_bound = x + 3 * y + SCRATCH
+        if os.environ.get("KAGENT_INPROCESS") != "1":
+            # The candidate's runner reads its inputs from buffers the worker
+            # owns: one per rotated input set (timing.MAX_SETS), and one for
+            # the outputs it hands back.
+            timing_bound += min(4, draws) * x + y
         if verbose:
             print(f"timing phase: {timing / MIB:.0f} MiB above the loaded problem (bound {timing_bound / MIB:.0f} MiB)")
         self.assertLessEqual(
             timing, timing_bound,
-            f"timing added {timing / MIB:.0f} MiB to the loaded problem; timing the stored draws in place adds one "
+            f"timing added {timing / MIB:.0f} MiB to the loaded problem (bound {timing_bound / MIB:.0f} MiB); timing the stored draws in place adds one "
             f"output, the unseen-input calls one draw's inputs ({x / MIB:.0f} MiB) and three outputs "
             f"({y / MIB:.0f} MiB each: the candidate's, the reference's and its temporary), plus the scratch",
         )
