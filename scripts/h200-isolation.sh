@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The isolated judge on an NVIDIA GPU: the sandbox, the cuda suite with every
+# candidate in its runner, and the cost of the isolation per candidate.
+# Expects bin/kagent, bin/worker.test and bin/enginebench (linux/amd64,
+# static: make gpu-binaries). Results (logs, tables) go to $OUT.
+# Usage: OUT=/tmp/out [PY=python3] scripts/h200-isolation.sh [steps...]
+#   steps: doctor sandbox suite overhead eval adversarial
+set -uo pipefail
+OUT=${OUT:-/tmp/kagent-isolation}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 KAGENT_CACHE_DIR=${KAGENT_CACHE_DIR:-/tmp/kagent-cache}
+PY=${PY:-python3}
+steps=${*:-doctor sandbox suite overhead eval}
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/steps.log"; }
+
+for step in $steps; do
+  case $step in
+  doctor)
+    log doctor
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/nvidia-smi.txt"
+    bin/kagent doctor --python "$PY" 2>&1 | tee "$OUT/doctor.txt"
+    ;;
+  sandbox)
+    # Runners in the OS sandbox on this machine (KAGENT_SANDBOX=on: fail, not
+    # fall back, so the reason shows).
+    log "runner server in the sandbox"
+    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=on timeout 180 ../../bin/worker.test \
+      -test.run 'TestRunnersSandboxed$' -test.v -test.timeout 170s) > "$OUT/sandbox.txt" 2>&1
+    echo "sandbox exit $?" | tee -a "$OUT/steps.log"; tail -5 "$OUT/sandbox.txt"
+    ;;
+  suite)
+    # SANDBOX: the KAGENT_SANDBOX for the suite (auto: sandboxed where possible).
+    log "cheat and fault suite on cuda (KAGENT_SANDBOX=${SANDBOX:-auto})"
+    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=${SANDBOX:-auto} KAGENT_SUITE_PLATFORM=cuda timeout "${SUITE_LIMIT:-300}" \
+      ../../bin/worker.test -test.run 'TestSuite$' -test.v -test.timeout 9m) > "$OUT/suite-cuda.txt" 2>&1
+    echo "suite exit $?" | tee -a "$OUT/steps.log"
+    grep -E '^(--- FAIL|ok|FAIL|PASS)|want|sandbox' "$OUT/suite-cuda.txt" | tail -20
+    ;;
+  overhead)
+    # Per-candidate wall time (3-draw verify + timing, compile included), the
+    # candidate in its runner (default) against in the worker's own process.
+    for prob in softmax_small softmax_large; do
+      for mode in isolated inprocess; do
+        log "enginebench $prob $mode"
+        if [ $mode = inprocess ]; then export KAGENT_INPROCESS=1; else unset KAGENT_INPROCESS; fi
+        timeout 200 bin/enginebench -warm-only -large "" -n "${N:-10}" -problem "cmd/enginebench/problems/$prob" \
+          -python "$PY" -repo . -out "$OUT/eb-$prob-$mode" > "$OUT/eb-$prob-$mode.txt" 2>"$OUT/eb-$prob-$mode.stderr"
+        echo "enginebench $prob $mode exit $?" | tee -a "$OUT/steps.log"
+        grep -E "warm workers" "$OUT/eb-$prob-$mode.txt"
+      done
+    done
+    unset KAGENT_INPROCESS
+    ;;
+  eval)
+    log "eval rmsnorm (input kernel, sandboxed runner)"
+    t0=$SECONDS
+    timeout 300 bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm.txt"
+    echo "eval exit ${PIPESTATUS[0]} wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"; tail -3 "$OUT/eval-rmsnorm.stderr"
+    ;;
+  adversarial)
+    log "adversarial suite on cuda"
+    if [ -x bin/adversarial.test ]; then
+      (cd cmd/kagent && KAGENT_PYTHON=$PY KAGENT_ADV_PLATFORM=cuda KAGENT_BINARY=$PWD/../../bin/kagent timeout "${ADV_LIMIT:-300}" \
+        ../../bin/adversarial.test -test.run 'TestAdversarial' -test.v -test.timeout 9m) > "$OUT/adversarial-cuda.txt" 2>&1
+      echo "adversarial exit $?" | tee -a "$OUT/steps.log"
+      grep -E '^(--- FAIL|ok|FAIL|PASS)|escape' "$OUT/adversarial-cuda.txt" | tail -20
+    else
+      echo "no bin/adversarial.test" | tee -a "$OUT/steps.log"
+    fi
+    ;;
+  *) echo "unknown step $step" ;;
+  esac
+done
