@@ -25,7 +25,7 @@ for step in $steps; do
     # fall back, so the reason shows).
     log "runner server in the sandbox"
     (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=on timeout 180 ../../bin/worker.test \
-      -test.run 'TestRunnersSandboxed$' -test.v -test.timeout 170s) > "$OUT/sandbox.txt" 2>&1
+      -test.run "TestRunnersSandboxed$|TestRunnerSandboxSeesGPU$" -test.v -test.timeout 170s) > "$OUT/sandbox.txt" 2>&1
     echo "sandbox exit $?" | tee -a "$OUT/steps.log"; tail -5 "$OUT/sandbox.txt"
     ;;
   suite)

@@ -5,6 +5,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,13 +36,15 @@ func restrict(cfg config) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
-	if abi := landlockABI(); abi > 0 {
+	if abi := landlockABI(); abi > 0 && !slices.Contains(cfg.Skip, "landlock") {
 		if err := applyLandlock(cfg, abi); err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
-	if err := applySeccomp(); err != nil {
-		return fmt.Errorf("seccomp: %w", err)
+	if !slices.Contains(cfg.Skip, "seccomp") {
+		if err := applySeccomp(); err != nil {
+			return fmt.Errorf("seccomp: %w", err)
+		}
 	}
 	return nil
 }
@@ -112,6 +116,18 @@ func landlockHandled(abi int) (fs, net, scoped uint64) {
 	return fs, net, scoped
 }
 
+// procAccess: /proc may be read, and written (with truncation) where its
+// own permission checks allow: the NVIDIA driver writes /proc files when
+// CUDA starts (without it cuInit fails with CUDA_ERROR_OPERATING_SYSTEM).
+// Other processes' /proc/PID/mem stays closed as long as they are not
+// dumpable (the runner's fork server and its children are not).
+func procAccess(cfg config) uint64 {
+	if slices.Contains(cfg.Skip, "ll-proc-all") {
+		return llAll
+	}
+	return llRead | llReadDir | llWrite | llTruncate
+}
+
 // landlockRules are the paths (inside the sandbox) and the rights the
 // program has beneath them.
 func landlockRules(cfg config) []struct {
@@ -123,11 +139,38 @@ func landlockRules(cfg config) []struct {
 		access uint64
 	}
 	rw := uint64(llAll &^ llMakeDev)
+	root := uint64(llReadDir)
+	switch {
+	case slices.Contains(cfg.Skip, "ll-root-all"):
+		root = llAll
+	case slices.Contains(cfg.Skip, "ll-root-read"):
+		root = llReadDir | llRead | llExec
+	}
 	rules := []rule{
-		{"/", llReadDir},
-		{"/proc", llRead | llReadDir},
+		{"/", root},
+	}
+	// The root and the folders the sandbox made for its binds are a
+	// read-only tmpfs, /sys and the read-only binds are read-only mounts:
+	// writes there fail with EROFS whatever Landlock says, and allowing them
+	// keeps that errno (the NVIDIA driver fails cuInit with
+	// CUDA_ERROR_OPERATING_SYSTEM on a Landlock EACCES where it expects
+	// EROFS). /proc, which has writable files, keeps the narrow rule below.
+	if entries, err := os.ReadDir("/"); err == nil {
+		for _, e := range entries {
+			switch e.Name() {
+			case "proc", "dev", "tmp":
+				continue
+			}
+			rules = append(rules, rule{"/" + e.Name(), uint64(llAll &^ llMakeDev)})
+		}
+	}
+	rules = append(rules, []rule{
+		{"/proc", procAccess(cfg)},
 		{"/tmp", rw},
 		{"/dev/shm", rw},
+	}...)
+	if slices.Contains(cfg.Skip, "ll-dev") {
+		rules = append(rules, rule{"/dev", llAll})
 	}
 	for _, name := range stdDevices {
 		rules = append(rules, rule{"/dev/" + name, llRead | llWrite | llIoctl})
@@ -135,7 +178,12 @@ func landlockRules(cfg config) []struct {
 	for _, e := range cfg.Mounts {
 		switch e.Kind {
 		case kindRO:
-			rules = append(rules, rule{e.Path, llExec | llRead | llReadDir})
+			// The bind is read-only and cannot be remounted (no capabilities,
+			// no mount calls): writes there fail with EROFS whatever Landlock
+			// says. Allowing them here keeps that errno, which the NVIDIA
+			// driver expects when it opens /sys files for writing (a Landlock
+			// EACCES makes cuInit fail with CUDA_ERROR_OPERATING_SYSTEM).
+			rules = append(rules, rule{e.Path, llExec | llRead | llReadDir | llWrite | llTruncate})
 		case kindRW:
 			rules = append(rules, rule{e.Path, rw})
 		case kindDev:
@@ -157,6 +205,15 @@ type landlockPathBeneath struct {
 // applyLandlock restricts the calling thread to the sandbox's paths.
 func applyLandlock(cfg config, abi int) error {
 	fsH, netH, scoped := landlockHandled(abi)
+	if slices.Contains(cfg.Skip, "ll-ioctl") {
+		fsH &^= llIoctl
+	}
+	if slices.Contains(cfg.Skip, "ll-scope") {
+		scoped = 0
+	}
+	if slices.Contains(cfg.Skip, "ll-net") {
+		netH = 0
+	}
 	attr := landlockRulesetAttr{handledFS: fsH, handledNet: netH, scoped: scoped}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if errno != 0 {

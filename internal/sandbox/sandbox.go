@@ -194,6 +194,9 @@ type config struct {
 	Limits Limits       `json:"limits"`
 	// Files is how many fds from 3 up the program gets.
 	Files int `json:"files,omitempty"`
+	// Skip names layers left out for diagnosis (KAGENT_SANDBOX_SKIP:
+	// "landlock", "seccomp"); never set otherwise.
+	Skip []string `json:"skip,omitempty"`
 }
 
 // reserved are the paths the sandbox builds itself.
@@ -203,6 +206,9 @@ var reserved = []string{"/proc", "/dev"}
 // (and recreated), binds ordered parents first.
 func plan(p Policy, argv []string) (config, error) {
 	cfg := config{Env: slices.Clone(p.Env), Dir: p.Dir, TmpMiB: p.TmpMiB, Limits: p.Limits, Files: len(p.ExtraFiles)}
+	if v := os.Getenv("KAGENT_SANDBOX_SKIP"); v != "" {
+		cfg.Skip = strings.Split(v, ",")
+	}
 	if len(argv) == 0 || argv[0] == "" {
 		return cfg, fmt.Errorf("%w: no program to run", ErrPolicy)
 	}

@@ -68,7 +68,44 @@ type runnerServer struct {
 	dir  string
 }
 
-var runnerServers = map[string]*runnerServer{}
+var (
+	runnerServers = map[string]*runnerServer{}
+	// gpuChecked remembers, per interpreter, whether CUDA starts in the
+	// runners' sandbox.
+	gpuChecked = map[string]error{}
+)
+
+// gpuInSandbox checks once per interpreter that CUDA starts inside the
+// runners' sandbox (a runner that cannot reach the GPU would fail every
+// candidate as a crash). Called with forkMu held.
+func gpuInSandbox(o Options) error {
+	if err, ok := gpuChecked[o.Python]; ok {
+		return err
+	}
+	err := func() error {
+		dir, err := os.MkdirTemp("", "kagent-gpu-check-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		policy, err := runnerPolicy(o, dir, nil)
+		if err != nil {
+			return err
+		}
+		policy.ExtraFiles = nil
+		cmd, err := sandbox.Command(policy, []string{o.Python, "-c", "import torch; torch.cuda.init(); print(torch.cuda.get_device_name())"})
+		if err != nil {
+			return err
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("CUDA does not start in the runners' sandbox: %v: %s", err, lastLines(string(out), 1))
+		}
+		return nil
+	}()
+	gpuChecked[o.Python] = err
+	return err
+}
 
 func (s *runnerServer) alive() bool {
 	select {
@@ -101,6 +138,14 @@ func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
 	defer forkMu.Unlock()
 	if s := runnerServers[key]; s != nil && s.alive() {
 		return s, nil
+	}
+	if o.Device == "cuda" {
+		if err := gpuInSandbox(o); err != nil {
+			if mode == SandboxOn {
+				return nil, fmt.Errorf("%w: %v", ErrNoSandbox, err)
+			}
+			return nil, err
+		}
 	}
 	s, err := startRunnerServer(ctx, o)
 	if err != nil {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,3 +73,51 @@ func TestRunnersSandboxed(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestRunnerSandboxSeesGPU: on a machine with an NVIDIA GPU, a Python in the
+// runners' sandbox initialises CUDA (device nodes, driver libraries, /proc
+// and /sys entries the driver needs are in the policy). It prints what the
+// sandbox shows when it cannot.
+func TestRunnerSandboxSeesGPU(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	if _, err := os.Stat("/dev/nvidiactl"); err != nil {
+		t.Skip("no NVIDIA GPU")
+	}
+	if r := sandbox.Probe(); !r.Available {
+		t.Skipf("this machine cannot sandbox: %s", r.Reason)
+	}
+	dir := t.TempDir()
+	policy, err := runnerPolicy(Options{Python: py, Device: "cuda"}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.ExtraFiles = nil
+	script := `
+import ctypes, os
+print("dev", sorted(n for n in os.listdir("/dev") if "nvidia" in n))
+print("LD_LIBRARY_PATH", os.environ.get("LD_LIBRARY_PATH"))
+for p in ("/proc/driver/nvidia/version", "/proc/driver/nvidia/params"):
+    print(p, os.path.exists(p))
+try:
+    lib = ctypes.CDLL("libcuda.so.1")
+    print("cuInit", lib.cuInit(0))
+except OSError as e:
+    print("libcuda", e)
+import torch
+torch.cuda.init()
+print("device", torch.cuda.get_device_name())
+`
+	cmd, err := sandbox.Command(policy, []string{py, "-c", script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	t.Logf("in the sandbox:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "device ") {
+		host, _ := exec.Command("sh", "-c", "ls -la /dev/nvidia* /dev/nvidia-caps 2>&1; echo LD_LIBRARY_PATH=$LD_LIBRARY_PATH; ldconfig -p | grep -E 'libcuda|libnvidia-ml' | head; grep -E 'nvidia|cuda' /proc/self/mountinfo | head -20").CombinedOutput()
+		t.Fatalf("CUDA does not start in the runners' sandbox (%v); on the host:\n%s", err, host)
+	}
+}

@@ -353,6 +353,18 @@ def _kill(pid: int) -> None:
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--fd":
         path, control = "", socket.socket(fileno=int(sys.argv[2]))
+        # The runners' server in the sandbox: neither it nor the runners it
+        # forks (which inherit this) can be read or written through /proc by
+        # another process of the sandbox.
+        try:
+            import ctypes
+
+            PR_SET_DUMPABLE = 4
+            if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+        except OSError as exc:
+            _log(f"cannot make the runner server undumpable: {exc}")
+            return 70
     elif len(sys.argv) == 2:
         path, control = sys.argv[1], None
     else:

@@ -32,7 +32,7 @@ from . import failures as F
 from .device import Device, tensors_in
 from .failures import CheckFailure
 from .link import Link, LinkClosed, pair
-from .shm import Slot, dtype_name, private_pool, span_bytes
+from .shm import Slot, dtype_name, span_bytes
 
 CRASH = "crash"
 # Input buffer sets per shape set, shared by verification and timing (timing.MAX_SETS).
@@ -216,7 +216,9 @@ class RunnerClient:
         self.link = Link(mine)
         self.pid = 0
         self._slots: Dict[Any, Slot] = {}
-        self._pool = private_pool(device.torch_device)
+        # Slots written since the last request: the runner refreshes its
+        # device copies of them (GPU) before it runs anything.
+        self._dirty: set = set()
         self._next = 1
         self.closed = False
         try:
@@ -236,8 +238,11 @@ class RunnerClient:
             raise CheckFailure(CRASH, "the candidate's runner is gone")
         msg = dict(payload or {})
         msg["op"] = op
-        # The judge's writes into the slots (inputs, poison) must be complete
-        # before the runner's stream reads them.
+        if self._dirty and op != "slots":
+            msg["dirty"] = sorted(self._dirty)
+            self._dirty.clear()
+        # The judge's copies into the slots (from its device) must be
+        # complete before the runner reads them.
         self.device.synchronize()
         try:
             self.link.send(msg, fds)
@@ -317,7 +322,7 @@ class RunnerClient:
         s = self._slots.get(key)
         if s is not None and s.nbytes >= nbytes:
             return s
-        new = Slot(self._next, nbytes, self.device.torch_device, self._pool)
+        new = Slot(self._next, nbytes)
         self._next += 1
         desc, fds = new.describe()
         drop = [s.id] if s is not None else []
@@ -336,15 +341,25 @@ class RunnerClient:
         view = s.view(shape, stride, t.dtype)
         with torch.no_grad():
             view.copy_(t)
+        self._dirty.add(s.id)
         return {"slot": s.id, "shape": list(shape), "stride": list(stride), "dtype": dtype_name(t.dtype)}
 
-    def view(self, spec: Dict[str, Any]) -> torch.Tensor:
+    def host(self, spec: Dict[str, Any]) -> torch.Tensor:
+        """The slot's memory itself (host)."""
         from .shm import dtype_of
 
         for s in self._slots.values():
             if s.id == spec["slot"]:
                 return s.view(tuple(spec["shape"]), tuple(spec["stride"]), dtype_of(spec["dtype"]))
         raise KeyError(spec["slot"])
+
+    def view(self, spec: Dict[str, Any]) -> torch.Tensor:
+        """What a slot holds, on the judge's device (a copy there; the slot
+        itself on the CPU)."""
+        t = self.host(spec)
+        if self.device.torch_device.type != "cpu":
+            return t.to(self.device.torch_device)
+        return t
 
     def out_specs(self, prefix: Any, like: Any) -> List[Dict[str, Any]]:
         """Output slots shaped like the reference's tensors (contiguous)."""
@@ -363,7 +378,7 @@ class RunnerClient:
         from .poison import fill_poison
 
         for spec in specs:
-            fill_poison(self.view(spec))
+            fill_poison(self.host(spec))
 
     def outputs(self, meta: Dict[str, Any], specs: List[Dict[str, Any]]) -> Any:
         """The candidate's outputs as judge tensors (snapshots of the slots)."""

@@ -111,7 +111,8 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 self.cpu0 = runner_cpu_seconds(self.rc.pid)
             t0 = wall()
             reply = self.rc.request("timed", {"label": self.label, "args": self.set_args[j], "flush": True,
-                                              "out": specs}, what=f"{self.target.label}: a timed call")
+                                              "out": specs, "sync_back": bool(recheck and self.problem.allow_inplace)},
+                                    what=f"{self.target.label}: a timed call")
             self.walls.append((wall() - t0) * 1e3)
             ms = _number(reply.get("ms"))
             self.host_times.append(_number(reply.get("host_ms")))
@@ -136,6 +137,7 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                         f"but reported {claimed:.1f} ms (limit {limit:.1f} ms): the times it reports are not the "
                         f"time its calls take")
             if not self.problem.allow_inplace:
+                self.rc.request("sync_back", {}, what="reading the inputs back")
                 for j, s in enumerate(self.sets):
                     for k, a in enumerate(self.set_args[j]):
                         if "t" in a and not bits_equal(self.rc.view(a["t"]), _tensor_at(s.inputs, k)):
@@ -187,7 +189,8 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             self.rc.poison_outputs(specs)
             try:
                 reply = self.rc.request("timed", {"label": self.label, "args": args, "flush": True, "out": specs,
-                                                  "spin": UNSEEN_SPIN_CYCLES}, what="the call on new inputs")
+                                                  "spin": UNSEEN_SPIN_CYCLES, "sync_back": True},
+                                        what="the call on new inputs")
             except CheckFailure as failure:
                 if failure.name == "crash":
                     raise

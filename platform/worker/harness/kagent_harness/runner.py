@@ -61,6 +61,11 @@ class Runner:
         self.device = Device(kind)
         self.slots: Dict[int, Tuple[Any, Any]] = {}
         self.views: Dict[Tuple[Any, ...], Any] = {}
+        self.mirrors: Dict[Tuple[Any, ...], Any] = {}
+        # Device copies of the input slots: on a GPU; on the CPU only for
+        # testing that path (KAGENT_RUNNER_MIRRORS=1).
+        self.mirror = self.device.is_gpu or os.environ.get("KAGENT_RUNNER_MIRRORS") == "1"
+        self.used: set = set()
         self.kept: List[Any] = []
         self.module: Any = None
         self.entry = ""
@@ -72,23 +77,52 @@ class Runner:
 
     # -- helpers --
 
-    def _tensor(self, spec: Dict[str, Any]) -> Any:
-        """The view a spec names. The same buffer seen the same way is the
+    def _tensor(self, spec: Dict[str, Any], mirror: bool = True) -> Any:
+        """The tensor a spec names. The same buffer seen the same way is the
         same tensor object on every call, as a caller reusing its buffers
-        would pass it (a result cached by identity then shows as stale)."""
+        would pass it (a result cached by identity then shows as stale). On
+        a GPU, inputs are device copies of the slots (mirrors), refreshed
+        when the judge reports a slot written; outputs (mirror=False) are the
+        slots themselves, written across the bus."""
         from .shm import dtype_of, view_of
 
         sid = int(spec["slot"])
         key = (sid, tuple(int(x) for x in spec["shape"]), tuple(int(x) for x in spec["stride"]), str(spec["dtype"]))
         t = self.views.get(key)
-        if t is not None:
+        if t is None:
+            entry = self.slots.get(sid)
+            if entry is None:
+                raise _Failure("bad_request", f"unknown slot {spec.get('slot')}")
+            t = view_of(entry[0], key[1], key[2], dtype_of(key[3]))
+            self.views[key] = t
+        if not (mirror and self.mirror):
             return t
-        entry = self.slots.get(sid)
-        if entry is None:
-            raise _Failure("bad_request", f"unknown slot {spec.get('slot')}")
-        t = view_of(entry[0], key[1], key[2], dtype_of(key[3]))
-        self.views[key] = t
-        return t
+        m = self.mirrors.get(key)
+        if m is None:
+            m = self.torch.empty_strided(key[1], key[2], dtype=t.dtype, device=self.device.torch_device)
+            m.copy_(t)
+            self.mirrors[key] = m
+        self.used.add(key)
+        return m
+
+    def _refresh(self, dirty: List[Any]) -> None:
+        """Copy the slots the judge wrote into their device mirrors."""
+        if not dirty or not self.mirrors:
+            return
+        stale = {int(x) for x in dirty}
+        for key, m in self.mirrors.items():
+            if key[0] in stale:
+                m.copy_(self.views[key])
+        self.device.synchronize()
+
+    def _write_back(self, keys: Any = None) -> None:
+        """Copy device mirrors back to their slots, so that the judge sees
+        what the candidate wrote to its inputs."""
+        for key in (self.used if keys is None else keys):
+            m = self.mirrors.get(key)
+            if m is not None:
+                self.views[key].copy_(m)
+        self.device.synchronize()
 
     def _arg(self, spec: Any) -> Any:
         if isinstance(spec, dict) and "t" in spec:
@@ -159,11 +193,12 @@ class Runner:
         from .shm import open_slot
 
         for desc in req.get("slots") or []:
-            self.slots[int(desc["id"])] = open_slot(desc, fds, self.device.torch_device)
+            self.slots[int(desc["id"])] = open_slot(desc, fds)
         for sid in req.get("drop") or []:
             self.slots.pop(int(sid), None)
             for key in [k for k in self.views if k[0] == int(sid)]:
                 del self.views[key]
+                self.mirrors.pop(key, None)
         return {}
 
     def op_load(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
@@ -256,7 +291,7 @@ class Runner:
         torch = self.torch
         fn = self._fn(str(req["label"]))
         args = self._args(req.get("args") or [])
-        dests = [self._tensor(d) if d else None for d in req.get("out") or []]
+        dests = [self._tensor(d, mirror=False) if d else None for d in req.get("out") or []]
         poison = bool(req.get("poison"))
         counter = None
         if req.get("count") and launch_support()[0]:
@@ -280,6 +315,7 @@ class Runner:
         self._check_guard("the call")
         meta = self._describe_out(out, dests, [0])
         self.device.synchronize()
+        self._write_back()
         # The outputs of verification calls stay alive here until the judge
         # releases them, as a caller holding its results would keep them: a
         # later call that returns one of these buffers again shows the same
@@ -347,7 +383,7 @@ class Runner:
         dev = self.device
         fn = self._fn(str(req["label"]))
         args = self._args(req.get("args") or [])
-        dests = [self._tensor(d) if d else None for d in req.get("out") or []]
+        dests = [self._tensor(d, mirror=False) if d else None for d in req.get("out") or []]
         spin = int(req.get("spin") or 0)
         try:
             with torch.no_grad():
@@ -372,7 +408,13 @@ class Runner:
         if dests:
             reply["out"] = self._describe_out(out, dests, [0])
             dev.synchronize()
+        if req.get("sync_back"):
+            self._write_back()
         return reply
+
+    def op_sync_back(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        self._write_back(list(self.mirrors))
+        return {}
 
     def op_burst(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         import torch
@@ -414,6 +456,7 @@ class Runner:
             "burst": self.op_burst,
             "ping": self.op_ping,
             "release": self.op_release,
+            "sync_back": self.op_sync_back,
         }
         while True:
             try:
@@ -427,6 +470,8 @@ class Runner:
             try:
                 if handler is None:
                     raise _Failure("bad_request", f"unknown op {op!r}")
+                self.used = set()
+                self._refresh(req.get("dirty") or [])
                 reply: Dict[str, Any] = {"ok": handler(req, fds)}
             except _Failure as f:
                 reply = {"error": {"kind": f.kind, "message": f.message}}
