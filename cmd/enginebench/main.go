@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/internal/sandbox"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cuda"
 	"github.com/kagent-dev/kagent/platform/worker"
@@ -42,6 +43,7 @@ type options struct {
 }
 
 func main() {
+	sandbox.Main() // the runners' sandbox re-executes this binary as its init
 	var o options
 	flag.StringVar(&o.python, "python", "python3", "Python with torch and triton")
 	flag.StringVar(&o.repo, "repo", ".", "repository root")

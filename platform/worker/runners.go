@@ -168,7 +168,7 @@ func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, 
 	ro = append(ro, harnessDir)
 	// The GPU's user-space driver, a C compiler for Triton's launcher, CPU
 	// and PCI topology (read-only).
-	for _, p := range []string{"/usr/bin", "/bin", "/usr/include", "/usr/local/cuda", "/usr/local/nvidia",
+	for _, p := range []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/include", "/usr/local/cuda", "/usr/local/nvidia",
 		"/sys/devices/system/cpu", "/sys/bus/pci", "/sys/devices", "/etc/alternatives"} {
 		if _, err := os.Stat(p); err == nil {
 			ro = append(ro, p)
