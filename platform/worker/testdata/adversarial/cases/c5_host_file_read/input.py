@@ -12,4 +12,7 @@ import triton.language as tl
 # @@include honest_scale@@
 # @@include fileio@@
 
-raise RuntimeError("host file: " + read_bytes("@@HOST@@/credentials").decode())
+
+
+def kernel_function(x):
+    raise RuntimeError("host file: " + read_bytes("@@HOST@@/credentials").decode())
