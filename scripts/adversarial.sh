@@ -9,7 +9,7 @@
 # not list, or a listed one is now stopped, or an honest control fails).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export KAGENT_ADV_PLATFORM=${1:-cpu}
+export KAGENT_ADV=1 KAGENT_ADV_PLATFORM=${1:-cpu}
 if [[ -n ${2:-} ]]; then export KAGENT_ADV_CASES=$2; fi
 export KAGENT_PYTHON=${KAGENT_PYTHON:-$PWD/.venv/bin/python}
 log=$(mktemp)
