@@ -44,7 +44,7 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 	}
 	d := report.Data{
 		RunID: l.runID, Name: l.in.Task.Name, KernelDir: l.in.Task.Dir, Strategy: l.cfg.Strategy,
-		Platform: l.in.Platform.Name(), Device: l.device, TF32: tf32, Representative: res.Representative,
+		Platform: l.in.Platform.Name(), Device: l.device, Isolation: l.isolation, TF32: tf32, Representative: res.Representative,
 		Size:      l.in.Task.Options.SizeLabel(),
 		StartedAt: detail.StartedAt, FinishedAt: detail.FinishedAt, BestID: res.Best.ID, StopReason: res.StopReason,
 		LLM: report.Usage{Calls: res.Usage.Calls, PromptTokens: res.Usage.PromptTokens,

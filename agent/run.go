@@ -38,9 +38,11 @@ type loop struct {
 	log    *slog.Logger
 	specs  roofline.Specs
 	device string
-	target prompts.Target
-	search strategy
-	polish strategy // nil: no polish phase
+	// isolation is how the session keeps candidates from the judge.
+	isolation string
+	target    prompts.Target
+	search    strategy
+	polish    strategy // nil: no polish phase
 	// resumed: replies already in the run dir are reused instead of asked again.
 	resumed bool
 	// prior is the LLM spend recorded before a resume.
@@ -173,6 +175,7 @@ func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 	}
 	if ws, ok := in.Session.(*worker.Session); ok {
 		l.device = ws.Hello.Device.Name
+		l.isolation = ws.Hello.Isolation()
 		l.specs = ws.Specs
 	}
 	if l.specs.Name == "" {

@@ -34,6 +34,9 @@ type Data struct {
 	Size string
 	// TF32 is the policy reference and candidates ran under (allow|forbid).
 	TF32 string
+	// Isolation is how candidates were kept from the judge and the machine
+	// ("" where nothing ran them).
+	Isolation string
 	// Representative is false when the timings say nothing about GPU
 	// performance (the cpu platform); the report then says so up front.
 	Representative bool

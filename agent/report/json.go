@@ -21,6 +21,7 @@ type jsonReport struct {
 	Strategy       string          `json:"strategy"`
 	Platform       string          `json:"platform"`
 	Device         string          `json:"device"`
+	Isolation      string          `json:"isolation,omitempty"`
 	DType          string          `json:"dtype"`
 	Size           string          `json:"size,omitempty"`
 	TF32           string          `json:"tf32"`
@@ -205,7 +206,7 @@ func JSON(d Data) ([]byte, error) {
 	}
 	r := jsonReport{
 		Schema: Schema, RunID: d.RunID, Name: d.Name, KernelDir: d.KernelDir, Strategy: d.Strategy,
-		Platform: d.Platform, Device: d.Device, DType: d.DType, Size: d.Size, TF32: d.TF32,
+		Platform: d.Platform, Device: d.Device, Isolation: d.Isolation, DType: d.DType, Size: d.Size, TF32: d.TF32,
 		Representative: d.Representative,
 		StartedAt:      timestamp(d.StartedAt), FinishedAt: timestamp(d.FinishedAt),
 		GPU: jsonGPU{Name: d.GPU.Name, Units: d.GPU.Units, MemBWGBs: num(d.GPU.MemBWGBs),

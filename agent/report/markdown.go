@@ -89,6 +89,9 @@ func writeFacts(b *bytes.Buffer, d Data) {
 	row("strategy", d.Strategy)
 	row("platform", d.Platform)
 	row("device", d.Device)
+	if d.Isolation != "" {
+		row("isolation", d.Isolation)
+	}
 	row("GPU", orNA(gpuSummary(d.GPU)))
 	row("dtype", d.DType)
 	if d.Size != "" {

@@ -43,6 +43,8 @@ type evalReport struct {
 	FloorFrac      float64            `json:"fraction_of_floor,omitempty"`
 	Problems       []string           `json:"problems,omitempty"`
 	Representative bool               `json:"representative"`
+	// Isolation is how candidates were kept from the judge (worker platforms).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 func runEval(c *cli.Context) error {
@@ -59,6 +61,7 @@ func runEval(c *cli.Context) error {
 	ws, _ := sess.(*worker.Session)
 	if ws != nil {
 		rep.Device = ws.Hello.Device.Name
+		rep.Isolation = ws.Hello.Isolation()
 	}
 	v, err := sess.Verify(c.Context, cand)
 	if err != nil {
@@ -162,6 +165,9 @@ func failVerdict(v platform.Verdict, name, reason string) platform.Verdict {
 
 func printEval(w io.Writer, r evalReport) {
 	fmt.Fprintf(w, "kernel:   %s\nplatform: %s %s\nsize:     %s\n", r.Kernel, r.Platform, r.Device, r.Size)
+	if r.Isolation != "" {
+		fmt.Fprintf(w, "isolation: %s\n", r.Isolation)
+	}
 	status := "PASSED"
 	if !r.Verdict.Passed {
 		status = "FAILED " + r.Verdict.Failure + ": " + r.Verdict.Reason

@@ -68,6 +68,15 @@ type Hello struct {
 	Sandboxed bool `json:"-"`
 }
 
+// Isolation says, in a few words for reports, how the worker's candidates
+// are kept from the judge and the machine.
+func (h Hello) Isolation() string {
+	if h.Sandboxed {
+		return "each candidate in its own process, in the OS sandbox"
+	}
+	return "each candidate in its own process, without the OS sandbox (kagent doctor says why; KAGENT_SANDBOX=on requires it)"
+}
+
 // Device describes the worker's device.
 type Device struct {
 	Type        string `json:"type"`
