@@ -80,7 +80,8 @@ func TestEvalExampleOnCPU(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("eval: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, w := range []string{"verify:   PASSED", "triton_launch ok", "size:     cpu (", "eager", "compile", "not representative"} {
+	for _, w := range []string{"verify:   PASSED", "triton_launch ok", "size:     cpu (", "eager", "compile", "not representative",
+		"isolation: each candidate in its own process"} {
 		if !strings.Contains(r.stdout, w) {
 			t.Errorf("eval output lacks %q:\n%s", w, r.stdout)
 		}
