@@ -299,8 +299,13 @@ def prepare(kind: str) -> str:
         if name.endswith(".py") and name not in ("__init__.py", "worker.py", "launch.py"):
             importlib.import_module(f"{__package__}.{name[:-3]}")
 
-    # FlopCounterMode (torch >= 2.1) too, before the guard's baseline.
+    # FlopCounterMode (torch >= 2.1) too, before the guard's baseline; and
+    # torch._dynamo, which the guard imports (seconds of CPU): a fork server
+    # pays it once, not every worker and runner it forks.
     flops.counter_module()
+    from .guard import _import_optional
+
+    _import_optional("torch._dynamo")
     return kind
 
 
