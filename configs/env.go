@@ -38,6 +38,7 @@ var Env = []EnvVar{
 	{"KAGENT_CACHE_DIR", "cache for the installed harness and Triton's compiled kernels", nil},
 	{"KAGENT_FORKSERVER", "0 starts every Python worker on its own instead of forking it from a server that imported torch once", nil},
 	{"KAGENT_SANDBOX", "the OS sandbox of the processes that run candidates: auto (default: where the machine allows it, else a warning), on (required), off", nil},
+	{"KAGENT_SANDBOX_SKIP", "diagnosis only: sandbox layers to leave out (landlock, seccomp); weakens the sandbox", nil},
 	{"KAGENT_INPROCESS", "1 runs candidates inside the judging worker (harness debugging only: every isolation guarantee is lost)", nil},
 	{"KAGENT_SWEEP_BACKEND", "kagent sweep --backend: local, slurm or k8s", nil},
 	{"KAGENT_SLURM_PARTITION", "kagent sweep: sbatch --partition", nil},
