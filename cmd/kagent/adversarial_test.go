@@ -29,30 +29,22 @@ import (
 // KnownEscapes lists the adversarial cases (platform/worker/testdata/adversarial)
 // that the current code does not stop on the cpu platform, each with why.
 // TestAdversarial fails when a case not listed here escapes, and when a listed
-// case is stopped: remove it from the list when a fix lands.
+// case is stopped: remove it from the list when a fix lands. The entries
+// below were measured on the code before candidates ran in runner processes
+// (2026-12-01); the 21 cases re-run since (classes 1, 2, 4, 5 and two of
+// class 3) were all stopped and left the list. The rest are yet to be re-run.
 var KnownEscapes = map[string]string{
 	// 1. In-process reach: the static check resolves names through imports and
 	// plain assignments only, and the candidate shares the harness's process.
-	"c1_builtins_exec":        "a module bound by a for target is not resolved: sys.modules['builtins'].exec runs unchecked code",
 	"c1_container_einsum":     "a module stored in a list is not resolved; einsum is banned only under a torch name",
 	"c1_dict_tensordot":       "a module stored in a dict is not resolved; tensordot is banned only under a torch name",
 	"c1_for_target_linear":    "a module bound by a for target is not resolved; .linear is banned only under a torch name",
 	"c1_frame_walk":           "getattr bound as a parameter skips the dynamic-lookup and frame-attribute bans; the harness's frames hold the reference",
-	"c1_gc_reference_model":   "gc reached through sys.modules['importlib']: the reference Model instance lives in the candidate's process",
-	"c1_gc_tolerance":         "the Problem object's atol/rtol are not watched and live in the candidate's process",
-	"c1_module_argument":      "a module passed as an argument is not resolved",
 	"c1_problem_module_model": "sys.modules is reachable through an argument; the problem's module is in the candidate's process",
 	"c1_shadowed_getattr":     "getattr bound as a parameter is taken for a local name, so a computed lookup is not banned",
 	// 2. The protocol channel: the candidate runs in the process that owns the reply pipe.
-	"c2_dup2_swap":         "the reply fd is in the candidate's process; forged replies are taken and the real ones redirected",
-	"c2_fd_write_direct":   "os.write through a for target writes forged replies to the reply fd",
-	"c2_fdopen_container":  "os.fdopen through a container writes forged replies to the reply fd",
-	"c2_forked_spammer":    "a forked child keeps the reply pipe and answers every id first",
-	"c2_logging_fd_reopen": "logging.FileHandler reopens the reply pipe through /proc/self/fd",
 	// 3. Telling checks apart.
-	"c3_memoryerror_unseen":    "a MemoryError on an unseen draw skips the unseen-input check",
 	"c3_patch_urandom":         "os.urandom is not watched: the secret draws repeat and hit the cache",
-	"c3_poison_probe":          "NaN-poisoned allocations tell verification from timing; MemoryError skips the unseen check",
 	"c3_precision_after_first": "the precision check examines draw 1's output only",
 	"c3_size_constants":        "the problem module's size constants are not watched: the unseen draws shrink",
 	"c3_slow_eager_linear":     "torch.nn.Linear.forward is not watched and the eager baseline is timed in the candidate's process",
@@ -60,25 +52,16 @@ var KnownEscapes = map[string]string{
 	"c3_warnings_stack":        "warnings' stacklevel names the calling harness file; MemoryError skips the unseen check",
 	// 4. The kernel dir and the weights.
 	"c4_harness_cache":           "the shared harness copy in kagent's cache is writable by the candidate",
-	"c4_ignore_weights":          "Model's weights are loaded unchanged, so they equal ModelNew's own seeded initial weights",
 	"c4_modify_test_py":          "the kernel dir is writable; test.py is copied after the candidate ran",
 	"c4_modify_yaml":             "the kernel dir is writable by the candidate",
-	"c4_rewrite_problem":         "the kernel dir is writable by the candidate (problem.py is not pinned)",
 	"c4_symlink_problem_outside": "symlinks leaving the kernel dir are followed",
 	// 5. The machine: no sandbox.
-	"c5_ansi_repaint":             "error text is printed with its control characters",
-	"c5_fifo_problem":             "problem.py is opened without checking it is a regular file; the read blocks forever",
 	"c5_fill_memory":              "no memory limit on the worker",
 	"c5_fill_tmp":                 "the worker writes the real TMPDIR, not a private one removed afterwards",
 	"c5_fork_bomb":                "setsid children leave the worker's process group and outlive kagent",
-	"c5_host_file_read":           "the worker reads any file the user can",
 	"c5_huge_problem":             "problem.py is read whole with no size limit (kagent runs out of memory)",
-	"c5_parent_environ":           "kagent's /proc/<pid>/environ (the LLM key) is readable by the worker",
 	"c5_scan_all_environ":         "kagent's /proc/<pid>/environ is readable and files outside the kernel dir writable",
-	"c5_setsid_daemon":            "a setsid daemon leaves the worker's process group and outlives kagent",
-	"c5_sigkill_parent":           "the worker can signal kagent (same user, same PID namespace)",
 	"c5_sigstop_parent":           "the worker can stop kagent, which then waits forever",
-	"c5_unix_socket":              "a network namespace does not cover path-based Unix sockets",
 	"c5_write_outside_logging":    "the worker writes any file the user can",
 	"c5_write_outside_torch_save": "the worker writes any file the user can",
 	"c5_yaml_dev_zero":            "kagent.yaml is read without checking it is a regular file of bounded size",
