@@ -169,20 +169,7 @@ func startForkServer(ctx context.Context, o Options, isolate bool) (*forkServer,
 		os.RemoveAll(dir)
 		close(s.done)
 	}()
-	timeout := o.StartTimeout
-	if timeout == 0 {
-		timeout = 5 * time.Minute
-	}
-	select {
-	case err = <-ready:
-	case <-s.done:
-		err = errors.New("exited")
-	case <-time.After(timeout):
-		err = fmt.Errorf("not ready after %s", timeout)
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := awaitReady(ctx, ready, s.done, o.StartTimeout); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("fork server: %w: %s", err, lastLines(s.tail.String(), 3))
 	}
@@ -247,6 +234,24 @@ func (s *forkServer) launchArgv(python string) ([]string, error) {
 		return nil, err
 	}
 	return []string{python, "-S", "-c", string(src), s.socket, s.pid}, nil
+}
+
+// awaitReady waits for a server's "ready" line (its reader's error on
+// ready), its exit (done), the start-up timeout (0: 5 minutes) or ctx.
+func awaitReady(ctx context.Context, ready <-chan error, done <-chan struct{}, timeout time.Duration) error {
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	select {
+	case err := <-ready:
+		return err
+	case <-done:
+		return errors.New("exited")
+	case <-time.After(timeout):
+		return fmt.Errorf("not ready after %s", timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func lastLines(s string, n int) string {

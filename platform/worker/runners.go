@@ -295,20 +295,7 @@ func startRunnerServer(ctx context.Context, o Options) (*runnerServer, error) {
 		mine.Close()
 		return fail(err)
 	}
-	timeout := o.StartTimeout
-	if timeout == 0 {
-		timeout = 5 * time.Minute
-	}
-	select {
-	case err = <-ready:
-	case <-s.done:
-		err = errors.New("exited")
-	case <-time.After(timeout):
-		err = fmt.Errorf("not ready after %s", timeout)
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := awaitReady(ctx, ready, s.done, o.StartTimeout); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("runner server: %w: %s", err, lastLines(s.tail.String(), 3))
 	}

@@ -32,7 +32,7 @@ import torch
 
 from . import failures as F
 from .checksum import checksum
-from .device import clone_all, nbytes
+from .device import clone_all
 from .failures import CheckFailure, describe
 from .loading import fresh_inputs
 from .numerics import bits_equal, device_violations
@@ -235,10 +235,3 @@ def _number(v: Any) -> float:
 
 def _tensor_at(values: List[Any], k: int) -> Any:
     return values[k] if k < len(values) else None
-
-
-def forged_failure(timer: Any) -> str:
-    return getattr(timer, "forged", "")
-
-
-__all__ = ["make_remote_timer", "forged_failure", "TIMING_FORGED", "nbytes"]

@@ -518,22 +518,3 @@ def run(sock: Any, kind: str) -> int:
         return 70
     link.send({"ok": {"pid": os.getpid()}})
     return runner.serve()
-
-
-def main() -> int:
-    """``python -m kagent_harness.runner FD``: a runner started on its own
-    (without a fork server), on an inherited socket."""
-    import socket
-
-    from .worker import prepare
-
-    kind = prepare(os.environ.get("KAGENT_DEVICE", "").strip())
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    return run(sock, kind)
-
-
-if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

@@ -106,7 +106,3 @@ def open_slot(desc: Dict[str, Any], fds: List[int]) -> Tuple[torch.Tensor, Any]:
     mm = mmap.mmap(fd, nbytes)
     os.close(fd)
     return torch.frombuffer(mm, dtype=torch.uint8, count=nbytes), mm
-
-
-def tensor_meta(t: torch.Tensor) -> Dict[str, Any]:
-    return {"shape": list(t.shape), "stride": list(t.stride()), "dtype": dtype_name(t.dtype)}
