@@ -46,19 +46,21 @@ _KINDS = {
     "startup",
 }
 
-_local_server: Optional[Tuple[subprocess.Popen, str, int]] = None
+_local_server: Optional[Tuple[subprocess.Popen, str, int, str]] = None
 
 
-def _server_address() -> Tuple[str, int]:
+def _server_address(kind: str) -> Tuple[str, int]:
     """The fork server runners come from: the one this worker was forked from
-    (KAGENT_RUNNER_SERVER), else one this process starts for itself."""
+    (KAGENT_RUNNER_SERVER), else one this process starts for itself (for the
+    device kind of its runners: a server that guessed the kind could touch
+    the GPU before forking, which breaks CUDA in every runner)."""
     global _local_server
     addr = os.environ.get("KAGENT_RUNNER_SERVER", "")
     if addr:
         path, _, pid = addr.rpartition(":")
         if path and pid.isdigit():
             return path, int(pid)
-    if _local_server is not None and _local_server[0].poll() is None:
+    if _local_server is not None and _local_server[0].poll() is None and _local_server[3] == kind:
         return _local_server[1], _local_server[2]
     import tempfile
 
@@ -67,6 +69,7 @@ def _server_address() -> Tuple[str, int]:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["KAGENT_DEVICE"] = kind
 
     def child_setup() -> None:
         try:
@@ -85,7 +88,7 @@ def _server_address() -> Tuple[str, int]:
     if line.strip() != b"ready":
         proc.kill()
         raise CheckFailure(CRASH, "the runner fork server did not start (see the worker's stderr)")
-    _local_server = (proc, path, proc.pid)
+    _local_server = (proc, path, proc.pid, kind)
     return path, proc.pid
 
 
@@ -134,7 +137,7 @@ class _Server:
                     self.exits[int(msg.get("pid") or 0)] = msg
                     continue
                 return int(msg["pid"]), None
-        path, server_pid = _server_address()
+        path, server_pid = _server_address(kind)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(path)
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -434,7 +437,9 @@ def _rebuild(rc: RunnerClient, meta: Any, specs: List[Dict[str, Any]], depth: in
         if not meta.get("plain"):
             raise CheckFailure(F.CORRECTNESS, "an output is a torch.Tensor subclass; return a plain torch.Tensor")
         if meta.get("copied") and isinstance(i, int) and 0 <= i < len(specs):
-            return rc.view(specs[i]).clone()
+            # A snapshot: on a GPU the view is already a copy on the device.
+            v = rc.view(specs[i])
+            return v.clone() if v.device.type == "cpu" else v
         try:
             dtype = dtype_of(str(meta.get("dtype")))
         except ValueError:
@@ -545,6 +550,9 @@ class RemoteCandidate:
 
 def load_remote(problem: Any, path: str, source: str, entry: str, require_triton: bool) -> RemoteCandidate:
     """Start a runner, import the candidate there and find its entry point."""
+    # The device memory this judge's allocator keeps cached (from baselines
+    # and earlier candidates) goes back to the device for the runner.
+    problem.device.empty_cache()
     rc = RunnerClient(problem.device)
     try:
         reply = rc.request("load", {"source": source, "name": os.path.basename(path), "entry": entry,

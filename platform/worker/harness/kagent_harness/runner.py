@@ -32,6 +32,10 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 EXIT_TAMPER = 71
+# Device memory left free when a mirror is made (else other mirrors go first),
+# and the free fraction under which a call's unused mirrors are freed first.
+MIRROR_HEADROOM = 1 << 30
+TRIM_FRACTION = 0.25
 
 
 def _log(msg: str) -> None:
@@ -65,6 +69,7 @@ class Runner:
         # Device copies of the input slots: on a GPU; on the CPU only for
         # testing that path (KAGENT_RUNNER_MIRRORS=1).
         self.mirror = self.device.is_gpu or os.environ.get("KAGENT_RUNNER_MIRRORS") == "1"
+        self.device_bytes = int(self.device.info().get("total_memory") or 0) if self.device.is_gpu else 0
         self.used: set = set()
         self.kept: List[Any] = []
         self.module: Any = None
@@ -99,11 +104,40 @@ class Runner:
             return t
         m = self.mirrors.get(key)
         if m is None:
-            m = self.torch.empty_strided(key[1], key[2], dtype=t.dtype, device=self.device.torch_device)
+            need = int(t.untyped_storage().nbytes())
+            if self.device.is_gpu and self.device.free_memory() < need + MIRROR_HEADROOM:
+                self._evict()
+            try:
+                m = self.torch.empty_strided(key[1], key[2], dtype=t.dtype, device=self.device.torch_device)
+            except self.torch.OutOfMemoryError:
+                if not self._evict():
+                    raise
+                m = self.torch.empty_strided(key[1], key[2], dtype=t.dtype, device=self.device.torch_device)
             m.copy_(t)
             self.mirrors[key] = m
         self.used.add(key)
         return m
+
+    def _evict(self) -> bool:
+        """Free the device copies the current request does not use (their
+        slots hold what they held: inputs written by a call were copied
+        back after it). A buffer seen again gets a new copy, and a new
+        tensor object. True if anything was freed."""
+        stale = [k for k in self.mirrors if k not in self.used]
+        for k in stale:
+            del self.mirrors[k]
+        if stale:
+            import gc
+
+            gc.collect()
+            self.device.empty_cache()
+        return bool(stale)
+
+    def _trim(self) -> None:
+        """Before a call: when the device is nearly full, the mirrors this
+        request does not use make room for what the call allocates."""
+        if self.device.is_gpu and self.mirrors and self.device.free_memory() < self.device_bytes * TRIM_FRACTION:
+            self._evict()
 
     def _refresh(self, dirty: List[Any]) -> None:
         """Copy the slots the judge wrote into their device mirrors."""
@@ -172,9 +206,12 @@ class Runner:
                 "plain": type(out) is torch.Tensor,
                 "copied": False,
             }
+            # The destination is the judge's host buffer; on a GPU the copy
+            # crosses the bus. An output on another device than the run's is
+            # not copied, and the judge names its device.
             dest = dests[k] if k < len(dests) else None
             if dest is not None and meta["plain"] and tuple(dest.shape) == tuple(out.shape) and dest.dtype == out.dtype \
-                    and out.device.type == dest.device.type:
+                    and out.device.type == self.device.torch_device.type:
                 with torch.no_grad():
                     dest.copy_(out)
                 meta["copied"] = True
@@ -292,6 +329,7 @@ class Runner:
         fn = self._fn(str(req["label"]))
         args = self._args(req.get("args") or [])
         dests = [self._tensor(d, mirror=False) if d else None for d in req.get("out") or []]
+        self._trim()
         poison = bool(req.get("poison"))
         counter = None
         if req.get("count") and launch_support()[0]:
@@ -345,6 +383,7 @@ class Runner:
         sets = [self._args(s) for s in req.get("sets") or []]
         if not sets:
             raise _Failure("bad_request", "prepare needs input sets")
+        self._trim()
         flush_bytes = int(req.get("flush_bytes") or 0)
         if dev.is_gpu and flush_bytes > 0 and (self.flush is None or self.flush.numel() * 4 < flush_bytes):
             self.flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=dev.torch_device)
@@ -384,6 +423,7 @@ class Runner:
         fn = self._fn(str(req["label"]))
         args = self._args(req.get("args") or [])
         dests = [self._tensor(d, mirror=False) if d else None for d in req.get("out") or []]
+        self._trim()
         spin = int(req.get("spin") or 0)
         try:
             with torch.no_grad():
@@ -422,7 +462,10 @@ class Runner:
         dev = self.device
         fn = self._fn(str(req["label"]))
         sets = [self._args(s) for s in req.get("sets") or []]
-        calls = max(1, int(req.get("calls") or 1))
+        # calls == 0: the request's own cost (arguments, synchronisation,
+        # the guard's check), which the judge subtracts from its clock.
+        self._trim()
+        calls = max(0, int(req.get("calls", 1) or 0))
         try:
             with torch.no_grad():
                 dev.synchronize()
