@@ -45,6 +45,8 @@ CPU_PER_CALL_MS = 1.0
 CPU_SLACK_MS = 60.0
 FORGE_FACTOR = 2.0
 FORGE_SLACK_MS = 0.05
+# Empty bursts timed to learn a burst's cost outside its calls.
+EMPTY_BURSTS = 3
 _rng = random.SystemRandom()
 
 
@@ -87,6 +89,9 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
         # -- the _Timer interface --
 
         def prepare(self) -> None:
+            # What this judge's allocator keeps cached goes back to the
+            # device: the runner allocates in another process.
+            self.dev.empty_cache()
             for j in range(len(self.sets)):
                 self._put_set(j)
             self.ping_ms = self._ping()
@@ -151,23 +156,34 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 return None
             median = sorted(self.times)[len(self.times) // 2] if self.times else self.estimate_ms
             calls = max(3, min(500, int(math.ceil(10.0 / max(median, 1e-3)))))
+            # A burst's own cost outside its calls (the round trip, the
+            # arguments, the guard's check after candidate code ran), by the
+            # judge's clock: the least of empty bursts. No candidate code runs
+            # in them, so a candidate cannot inflate it to hide work.
+            fixed = []
+            for _ in range(EMPTY_BURSTS):
+                t0 = wall()
+                self.rc.request("burst", {"label": self.label, "sets": self.set_args, "calls": 0},
+                                what=f"{self.target.label}: the call")
+                fixed.append((wall() - t0) * 1e3)
+            overhead = max(self.ping_ms, min(fixed))
             t0 = wall()
             reply = self.rc.request("burst", {"label": self.label, "sets": self.set_args, "calls": calls},
                                     what=f"{self.target.label}: the call")
-            host_ms = max(0.0, (wall() - t0) * 1e3 - self.ping_ms)
+            host_ms = max(0.0, (wall() - t0) * 1e3 - overhead)
             event_ms = _number(reply.get("event_ms"))
             from .timing import HOST_FACTOR, HOST_SLACK_MS
 
             limit = HOST_FACTOR * event_ms + HOST_SLACK_MS
             out = {"event_ms": event_ms, "host_ms": host_ms, "limit_ms": limit, "calls": calls,
-                   "passed": host_ms <= limit, "clock": "judge"}
+                   "overhead_ms": overhead, "passed": host_ms <= limit, "clock": "judge"}
             per_call = event_ms / calls
             if not self.forged and FORGE_FACTOR * median + FORGE_SLACK_MS < per_call:
                 self.forged = (
                     f"the timed calls reported a median of {median:.4g} ms, but {calls} calls back to back took "
                     f"{per_call:.4g} ms each: the times the candidate's process reports are not the time its "
                     f"calls take")
-            if not self.forged and event_ms > host_ms + self.ping_ms + 0.05:
+            if not self.forged and event_ms > host_ms + overhead + 0.05:
                 self.forged = (
                     f"the candidate's process reported {event_ms:.4g} ms of device time for calls that took "
                     f"{host_ms:.4g} ms by the judge's clock")
