@@ -279,6 +279,10 @@ def prepare(kind: str) -> str:
     """Import torch, triton and every harness module; returns the device kind
     ("" picks cuda when available). Initialises no device: a fork server runs
     this once and forks workers after it."""
+    if not kind:
+        # NVML answers without initialising CUDA in this process; CUDA
+        # initialised before a fork fails in every child.
+        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     import torch
 
     if not kind:
