@@ -219,6 +219,8 @@ func StopForkServers() {
 		s.stop()
 	}
 	dropped = nil
+	runnerMu.Lock()
+	defer runnerMu.Unlock()
 	for k, s := range runnerServers {
 		s.stop()
 		delete(runnerServers, k)

@@ -69,15 +69,35 @@ type runnerServer struct {
 }
 
 var (
+	// runnerMu guards runnerServers and gpuChecked. It is not forkMu: a
+	// worker's fork server and its runner server start at the same time.
+	runnerMu      sync.Mutex
 	runnerServers = map[string]*runnerServer{}
 	// gpuChecked remembers, per interpreter, whether CUDA starts in the
 	// runners' sandbox.
 	gpuChecked = map[string]error{}
 )
 
+// gpuCheckScript starts CUDA and, where the machine has a C compiler,
+// builds and loads a C extension as Triton does for its launcher.
+const gpuCheckScript = `import ctypes, shutil, subprocess, sys, sysconfig
+import torch
+torch.cuda.init()
+print(torch.cuda.get_device_name())
+cc = shutil.which("gcc") or shutil.which("cc")
+if cc:
+    with open("/tmp/check.c", "w") as f:
+        f.write("#include <Python.h>\nint kagent_check(void) { return 7; }\n")
+    r = subprocess.run([cc, "/tmp/check.c", "-O3", "-shared", "-fPIC", "-o", "/tmp/check.so",
+                        "-I" + sysconfig.get_paths()["include"]], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("the C compiler %s fails in the sandbox: %s" % (cc, (r.stderr.strip().splitlines() or ["?"])[-1]))
+    assert ctypes.CDLL("/tmp/check.so").kagent_check() == 7
+`
+
 // gpuInSandbox checks once per interpreter that CUDA starts inside the
 // runners' sandbox (a runner that cannot reach the GPU would fail every
-// candidate as a crash). Called with forkMu held.
+// candidate as a crash). Called with runnerMu held.
 func gpuInSandbox(o Options) error {
 	if err, ok := gpuChecked[o.Python]; ok {
 		return err
@@ -93,7 +113,7 @@ func gpuInSandbox(o Options) error {
 			return err
 		}
 		policy.ExtraFiles = nil
-		cmd, err := sandbox.Command(policy, []string{o.Python, "-c", "import torch; torch.cuda.init(); print(torch.cuda.get_device_name())"})
+		cmd, err := sandbox.Command(policy, []string{o.Python, "-c", gpuCheckScript})
 		if err != nil {
 			return err
 		}
@@ -134,20 +154,29 @@ func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
 		return nil, nil
 	}
 	key := forkKey(o, false)
-	forkMu.Lock()
-	defer forkMu.Unlock()
+	runnerMu.Lock()
+	defer runnerMu.Unlock()
 	if s := runnerServers[key]; s != nil && s.alive() {
 		return s, nil
 	}
+	// On a GPU, the check that CUDA starts in the sandbox runs while the
+	// server imports torch; a failed check stops the server.
+	gpuErr := make(chan error, 1)
 	if o.Device == "cuda" {
-		if err := gpuInSandbox(o); err != nil {
-			if mode == SandboxOn {
-				return nil, fmt.Errorf("%w: %v", ErrNoSandbox, err)
-			}
-			return nil, err
-		}
+		go func() { gpuErr <- gpuInSandbox(o) }()
+	} else {
+		gpuErr <- nil
 	}
 	s, err := startRunnerServer(ctx, o)
+	if gerr := <-gpuErr; gerr != nil {
+		if s != nil {
+			s.stop()
+		}
+		if mode == SandboxOn {
+			return nil, fmt.Errorf("%w: %v", ErrNoSandbox, gerr)
+		}
+		return nil, gerr
+	}
 	if err != nil {
 		if mode == SandboxOn {
 			return nil, fmt.Errorf("%w: %v", ErrNoSandbox, err)
@@ -168,7 +197,8 @@ func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, 
 	ro = append(ro, harnessDir)
 	// The GPU's user-space driver, a C compiler for Triton's launcher, CPU
 	// and PCI topology (read-only).
-	for _, p := range []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/include", "/usr/local/cuda", "/usr/local/nvidia",
+	// (/usr/libexec: the compiler's own programs on some distributions.)
+	for _, p := range []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/libexec", "/usr/include", "/usr/local/cuda", "/usr/local/nvidia",
 		"/sys/devices/system/cpu", "/sys/bus/pci", "/sys/devices", "/etc/alternatives"} {
 		if _, err := os.Stat(p); err == nil {
 			ro = append(ro, p)
@@ -187,7 +217,7 @@ func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, 
 		devices = append(devices, m...)
 	}
 	env := scrubbedEnv(os.Environ(), "/tmp", Options{HarnessDir: harnessDir, Device: o.Device, Env: o.Env})
-	env = append(env, "HOME=/tmp", "TMPDIR=/tmp", "TRITON_CACHE_DIR=/tmp/triton")
+	env = append(env, "HOME=/tmp", "TMPDIR=/tmp", "TRITON_CACHE_DIR=/tmp/triton", "TORCHINDUCTOR_CACHE_DIR=/tmp/inductor")
 	return sandbox.Policy{
 		ReadOnly: ro,
 		Devices:  devices,

@@ -121,3 +121,44 @@ print("device", torch.cuda.get_device_name())
 		t.Fatalf("CUDA does not start in the runners' sandbox (%v); on the host:\n%s", err, host)
 	}
 }
+
+// TestRunnerSandboxCompilesC: a runner can build and load a C extension the
+// way Triton builds its launcher on a GPU (the system C compiler, Python's
+// headers, -shared -fPIC, then dlopen), and Python's sysconfig works.
+func TestRunnerSandboxCompilesC(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	if r := sandbox.Probe(); !r.Available {
+		t.Skipf("this machine cannot sandbox: %s", r.Reason)
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc on this machine")
+	}
+	policy, err := runnerPolicy(Options{Python: py, Device: "cpu"}, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.ExtraFiles = nil
+	script := `
+import ctypes, os, subprocess, sys, sysconfig
+src = "/tmp/k.c"
+with open(src, "w") as f:
+    f.write('#include <Python.h>\nint kagent_answer(void) { return 42; }\n')
+inc = sysconfig.get_paths()["include"]
+cmd = [sys.argv[1], src, "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", "/tmp/k.so", "-I" + inc]
+r = subprocess.run(cmd, capture_output=True, text=True)
+print("rc", r.returncode, r.stderr[-2000:])
+print("answer", ctypes.CDLL("/tmp/k.so").kagent_answer())
+`
+	cmd, err := sandbox.Command(policy, []string{py, "-c", script, cc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "answer 42") {
+		t.Fatalf("a C extension cannot be built in the runners' sandbox (%v):\n%s", err, out)
+	}
+}

@@ -159,6 +159,19 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 		w.cleanup()
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
+	// The worker's fork server and its runners' server import torch at the
+	// same time (each only the first time its configuration is seen).
+	type served struct {
+		rs  *runnerServer
+		err error
+	}
+	runners := make(chan served, 1)
+	if len(o.Command) == 0 {
+		go func() {
+			rs, err := runnerServerFor(ctx, o)
+			runners <- served{rs, err}
+		}()
+	}
 	var fs *forkServer
 	if fork && len(o.Command) == 0 && o.HarnessDir == "" {
 		var err error
@@ -167,7 +180,8 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 		}
 	}
 	if len(o.Command) == 0 {
-		rs, err := runnerServerFor(ctx, o)
+		r := <-runners
+		rs, err := r.rs, r.err
 		if errors.Is(err, ErrNoSandbox) {
 			w.cleanup()
 			return nil, fmt.Errorf("start worker: %w (set %s=off to run candidates unsandboxed)", err, sandboxEnv)
