@@ -8,6 +8,9 @@ VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 GO ?= go
 GOFLAGS_TEST ?= -race -count=1 -timeout 30m
+# torch.compile's cache for the tests' baselines, shared by every test of a run
+# (and kept between runs of one checkout).
+TEST_INDUCTOR_CACHE ?= $(CURDIR)/.cache/inductor
 # The venv is built only when PYTHON is its interpreter (PYTHON=... uses another).
 PYDEP := $(if $(filter $(VENV)/bin/python,$(PYTHON)),$(VENV)/.installed)
 
@@ -32,10 +35,10 @@ test: test-go test-python
 # KAGENT_REQUIRE_TRITON makes the tests that run Triton kernels on the CPU fail
 # (not skip) when the interpreter's Python lacks triton.
 test-go: $(PYDEP)
-	KAGENT_PYTHON=$(abspath $(PYTHON)) KAGENT_REQUIRE_TRITON=1 $(GO) test $(GOFLAGS_TEST) ./...
+	TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_PYTHON=$(abspath $(PYTHON)) KAGENT_REQUIRE_TRITON=1 $(GO) test $(GOFLAGS_TEST) ./...
 
 test-python: $(PYDEP)
-	cd platform/worker/harness && KAGENT_DEVICE=cpu TRITON_INTERPRET=1 KAGENT_REQUIRE_TRITON=1 $(abspath $(PYTHON)) -m unittest discover -s tests -t . -v
+	cd platform/worker/harness && TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_DEVICE=cpu TRITON_INTERPRET=1 KAGENT_REQUIRE_TRITON=1 $(abspath $(PYTHON)) -m unittest discover -s tests -t . -v
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -91,7 +92,14 @@ func OpenSession(ctx context.Context, task *kerneldir.Task, c SessionConfig) (*S
 	if len(slots) == 0 {
 		slots = [][]string{nil}
 	}
-	env := append([]string{"TRITON_CACHE_DIR=" + filepath.Join(cache, "triton")}, c.Env...)
+	env := []string{"TRITON_CACHE_DIR=" + filepath.Join(cache, "triton")}
+	// torch.compile's baselines (built by the judges, never by a candidate's
+	// runner) keep their compiled code, and on the CPU the C++ compiler's
+	// precompiled headers, from run to run.
+	if os.Getenv("TORCHINDUCTOR_CACHE_DIR") == "" {
+		env = append(env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(cache, "inductor"))
+	}
+	env = append(env, c.Env...)
 	var opts []Options
 	for _, s := range slots {
 		// Each worker writes its own copy of the harness (HarnessDir "").

@@ -152,7 +152,12 @@ def _compiled(problem: Problem, guard: Guard) -> Callable[..., Any]:
     if not hasattr(torch, "compile"):
         problem.compiled = Unavailable(f"torch.compile is not available in torch {torch.__version__}")
         raise problem.compiled
+    cpu = not problem.device.is_gpu
     try:
+        if cpu:
+            from . import inductor
+
+            inductor.set_up()
         compiled = torch.compile(problem.model)
         with torch.no_grad():
             for _ in range(3):
@@ -160,6 +165,8 @@ def _compiled(problem: Problem, guard: Guard) -> Callable[..., Any]:
                 compiled(*(clone_all(inputs) if _writes_inputs(problem, False) else inputs))
                 del inputs
         problem.device.synchronize()
+        if cpu:
+            inductor.remember()
     except Exception as exc:  # noqa: BLE001 - compile failures make the baseline unavailable
         problem.compiled = Unavailable(f"torch.compile failed: {describe(exc)}")
         raise problem.compiled from None
