@@ -4,7 +4,7 @@
 # Expects bin/kagent, bin/worker.test and bin/enginebench (linux/amd64,
 # static: make gpu-binaries). Results (logs, tables) go to $OUT.
 # Usage: OUT=/tmp/out [PY=python3] scripts/h200-isolation.sh [steps...]
-#   steps: doctor sandbox suite overhead eval adversarial
+#   steps: doctor sandbox suite pytests overhead eval adversarial
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-isolation}
 mkdir -p "$OUT"
@@ -25,7 +25,7 @@ for step in $steps; do
     # fall back, so the reason shows).
     log "runner server in the sandbox"
     (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=on timeout 180 ../../bin/worker.test \
-      -test.run "TestRunnersSandboxed$|TestRunnerSandboxSeesGPU$" -test.v -test.timeout 170s) > "$OUT/sandbox.txt" 2>&1
+      -test.run "TestRunnersSandboxed$|TestRunnerSandboxSeesGPU$|TestRunnerSandboxCompilesC$" -test.v -test.timeout 170s) > "$OUT/sandbox.txt" 2>&1
     echo "sandbox exit $?" | tee -a "$OUT/steps.log"; tail -5 "$OUT/sandbox.txt"
     ;;
   suite)
@@ -54,19 +54,33 @@ for step in $steps; do
   eval)
     log "eval rmsnorm (input kernel, sandboxed runner)"
     t0=$SECONDS
+    # Device memory of each process, every 2 s (the judge and the runner).
+    (while :; do echo "$((SECONDS - t0)) $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ' ')"; sleep 2; done) \
+      > "$OUT/eval-rmsnorm-memory.txt" 2>&1 &
+    mon=$!
     timeout 300 bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm.txt"
     echo "eval exit ${PIPESTATUS[0]} wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"; tail -3 "$OUT/eval-rmsnorm.stderr"
+    kill $mon 2>/dev/null
     ;;
   adversarial)
     log "adversarial suite on cuda"
     if [ -x bin/adversarial.test ]; then
-      (cd cmd/kagent && KAGENT_PYTHON=$PY KAGENT_ADV_PLATFORM=cuda KAGENT_BINARY=$PWD/../../bin/kagent timeout "${ADV_LIMIT:-300}" \
+      # ADV_CASES: a regexp of case names (default: all); ADV_PARALLEL: cases at once.
+      (cd cmd/kagent && KAGENT_ADV=1 KAGENT_PYTHON=$PY KAGENT_ADV_PLATFORM=cuda KAGENT_BINARY=$PWD/../../bin/kagent \
+        KAGENT_ADV_CASES=${ADV_CASES:-} KAGENT_ADV_PARALLEL=${ADV_PARALLEL:-6} timeout "${ADV_LIMIT:-300}" \
         ../../bin/adversarial.test -test.run 'TestAdversarial' -test.v -test.timeout 9m) > "$OUT/adversarial-cuda.txt" 2>&1
       echo "adversarial exit $?" | tee -a "$OUT/steps.log"
       grep -E '^(--- FAIL|ok|FAIL|PASS)|escape' "$OUT/adversarial-cuda.txt" | tail -20
     else
       echo "no bin/adversarial.test" | tee -a "$OUT/steps.log"
     fi
+    ;;
+  pytests)
+    # The harness's Python suite on this machine (its GPU tests run here).
+    log "python harness suite on cuda"
+    (cd platform/worker/harness && KAGENT_SUITE_PLATFORM=cuda timeout "${PY_LIMIT:-300}" "$PY" -m unittest ${PY_TESTS:-tests.test_gpu} -v) \
+      > "$OUT/python-suite-cuda.txt" 2>&1
+    echo "python suite exit $?" | tee -a "$OUT/steps.log"; tail -4 "$OUT/python-suite-cuda.txt"
     ;;
   *) echo "unknown step $step" ;;
   esac
