@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -199,7 +200,9 @@ func runSuite(t *testing.T, plat string) {
 					if v.Passed {
 						t.Fatalf("cheat/fault passed; want %s", e.Expect)
 					}
-					if v.Failure != want {
+					// "a|b": either (the first failing check depends on the
+					// judge's random choice of buffers).
+					if !slices.Contains(strings.Split(want, "|"), v.Failure) {
 						t.Errorf("rejected by %q (%s), want %q", v.Failure, v.Reason, want)
 					}
 					if strings.TrimSpace(v.Reason) == "" || strings.Contains(v.Reason, "\n") {
