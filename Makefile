@@ -1,13 +1,15 @@
 # kagent build and test entry points.
 #   make build   - the kagent binary in bin/
 #   make venv    - .venv with the pinned Python stack of requirements.txt (torch, triton)
-#   make test    - every test: Go (with -race) and the Python harness, on the CPU
-#                  (Triton kernels through Triton's interpreter)
+#   make test    - every test: Go (with -race) and the Python harness at the same
+#                  time, on the CPU (Triton kernels through Triton's interpreter)
 #   make lint    - gofmt and go vet
 VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 GO ?= go
-GOFLAGS_TEST ?= -race -count=1 -timeout 30m
+# -p 4: packages at once; on two cores most of a package's time is spent
+# waiting on Python processes.
+GOFLAGS_TEST ?= -race -count=1 -timeout 30m -p 4
 # torch.compile's cache for the tests' baselines, shared by every test of a run
 # (and kept between runs of one checkout).
 TEST_INDUCTOR_CACHE ?= $(CURDIR)/.cache/inductor
@@ -30,7 +32,16 @@ $(VENV)/.installed: requirements.txt
 linux:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/kagent-linux-amd64 ./cmd/kagent
 
-test: test-go test-python
+# The Go and Python suites run at the same time (most of either is waiting on
+# Python processes, not computing); the Python suite's log is printed after the
+# Go suite's output, and make test fails if either failed.
+test: $(PYDEP)
+	@mkdir -p .cache; rm -f .cache/test-python.log; \
+	( $(MAKE) --no-print-directory test-python > .cache/test-python.log 2>&1; echo $$? > .cache/test-python.rc ) & \
+	$(MAKE) --no-print-directory test-go; go_rc=$$?; wait; \
+	echo "== Python harness suite (ran alongside the Go suite)"; cat .cache/test-python.log; \
+	py_rc=$$(cat .cache/test-python.rc); \
+	if [ $$go_rc -ne 0 ] || [ $$py_rc -ne 0 ]; then echo "make test: Go suite exit $$go_rc, Python suite exit $$py_rc"; exit 1; fi
 
 # KAGENT_REQUIRE_TRITON makes the tests that run Triton kernels on the CPU fail
 # (not skip) when the interpreter's Python lacks triton.
