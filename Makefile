@@ -7,9 +7,7 @@
 VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 GO ?= go
-# -p 4: packages at once; on two cores most of a package's time is spent
-# waiting on Python processes.
-GOFLAGS_TEST ?= -race -count=1 -timeout 30m -p 4
+GOFLAGS_TEST ?= -race -count=1 -timeout 30m
 # torch.compile's cache for the tests' baselines, shared by every test of a run
 # (and kept between runs of one checkout).
 TEST_INDUCTOR_CACHE ?= $(CURDIR)/.cache/inductor

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,9 +72,24 @@ func forkServersEnabled() bool {
 // forkKey identifies the workers a server may start: everything that is fixed
 // in the server's own process (interpreter, device, isolation and the
 // environment it imported torch under) must match.
+//
+// Cache locations are left out: Triton and torch.compile read them when
+// they compile, after the fork, from the worker's own environment, so
+// sessions with caches of their own (every test, every sweep problem) share
+// a server.
 func forkKey(o Options, isolate bool) string {
-	return strings.Join([]string{o.Python, o.Device, fmt.Sprint(isolate), strings.Join(o.Env, "\x00")}, "\x01")
+	var env []string
+	for _, kv := range o.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(perRunCacheVars, name) {
+			env = append(env, kv)
+		}
+	}
+	return strings.Join([]string{o.Python, o.Device, fmt.Sprint(isolate), strings.Join(env, "\x00")}, "\x01")
 }
+
+// perRunCacheVars are read lazily by the libraries that use them.
+var perRunCacheVars = []string{"TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"}
 
 func (s *forkServer) alive() bool {
 	select {

@@ -100,6 +100,11 @@ def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "
     if isinstance(env, dict):
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in env.items()})
+        # tempfile caches the temporary directory of the first call (torch's
+        # imports make one in this server): the child's is its own TMPDIR.
+        import tempfile
+
+        tempfile.tempdir = None
     cwd = str(request.get("cwd") or "")
     if cwd:
         os.chdir(cwd)
