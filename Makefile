@@ -42,9 +42,11 @@ test: $(PYDEP)
 	if [ $$go_rc -ne 0 ] || [ $$py_rc -ne 0 ]; then echo "make test: Go suite exit $$go_rc, Python suite exit $$py_rc"; exit 1; fi
 
 # KAGENT_REQUIRE_TRITON makes the tests that run Triton kernels on the CPU fail
-# (not skip) when the interpreter's Python lacks triton.
+# (not skip) when the interpreter's Python lacks triton. GORACE: a race-detector
+# binary (every test binary, and the sandbox inits they start) exits without
+# its default one-second sleep.
 test-go: $(PYDEP)
-	TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_PYTHON=$(abspath $(PYTHON)) KAGENT_REQUIRE_TRITON=1 $(GO) test $(GOFLAGS_TEST) ./...
+	GORACE=atexit_sleep_ms=0 TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_PYTHON=$(abspath $(PYTHON)) KAGENT_REQUIRE_TRITON=1 $(GO) test $(GOFLAGS_TEST) ./...
 
 test-python: $(PYDEP)
 	cd platform/worker/harness && TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_DEVICE=cpu TRITON_INTERPRET=1 KAGENT_REQUIRE_TRITON=1 $(abspath $(PYTHON)) -m unittest discover -s tests -t . -v

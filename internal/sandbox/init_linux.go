@@ -408,6 +408,11 @@ func newInit(ctx context.Context, cfg config, flags uintptr) (*exec.Cmd, error) 
 	cmd := exec.CommandContext(ctx, "/proc/self/exe")
 	cmd.Args = []string{initArg0}
 	cmd.Env = []string{configEnv + "=" + string(raw)}
+	// A race-detector build (the tests') sleeps a second at exit unless
+	// GORACE says otherwise; the init is that build too.
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		cmd.Env = append(cmd.Env, "GORACE="+v)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:                 flags,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},

@@ -57,7 +57,7 @@ func self(t *testing.T) string {
 func helperPolicy(t *testing.T, action string, env ...string) sandbox.Policy {
 	return sandbox.Policy{
 		ReadOnly: append(systemPaths(), self(t)),
-		Env:      append([]string{helperEnv + "=" + action}, env...),
+		Env:      append([]string{helperEnv + "=" + action, "GORACE=" + os.Getenv("GORACE")}, env...),
 		TmpMiB:   16,
 	}
 }
