@@ -128,6 +128,7 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 if out is None and self.problem.allow_inplace:
                     out = self.rc.view(self.set_args[j][0]["t"]).clone()
                 self.violations.append(device_violations(out, s.ref, self.tol))
+                self.note_bits(s, out)
                 self.checked += 1
             return (ms,)
 

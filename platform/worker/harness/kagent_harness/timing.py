@@ -113,16 +113,21 @@ class Target:
     label: str  # kernel | eager | compile
     fn: Callable[..., Any]
     is_kernel: bool
+    # Checksums of the verified outputs by draw index (kernels verified in
+    # this worker, atomics not declared): rechecked timed calls on a stored
+    # draw must give the same bits.
+    verified: Optional[Dict[int, Any]] = None
 
 
 class _InputSet:
     """Inputs of timed calls: a stored draw itself (``pristine`` is None) or a
     copy of one that ``restore`` refills from the stored draw."""
 
-    def __init__(self, inputs: List[Any], ref: Any, pristine: Optional[List[Any]]) -> None:
+    def __init__(self, inputs: List[Any], ref: Any, pristine: Optional[List[Any]], index: int = -1) -> None:
         self.inputs = inputs
         self.ref = ref
         self.pristine = pristine
+        self.index = index  # the stored draw's
 
     def restore(self) -> None:
         if self.pristine is None:
@@ -136,7 +141,7 @@ def make_target(problem: Problem, kind: str, cand: Optional[Candidate], guard: G
     if kind == "kernel":
         if cand is None:
             raise ValueError("kernel target without a candidate")
-        return Target("kernel", cand.callable_for(problem.main), True)
+        return Target("kernel", cand.callable_for(problem.main), True, getattr(cand, "verified_sums", None))
     if kind == "eager":
         return Target("eager", problem.model, False)
     if kind == "compile":
@@ -193,14 +198,14 @@ def _sets(problem: Problem, rotate: bool, targets: Sequence[Target]) -> List[_In
     draws = problem.draws
     if not any(_writes_inputs(problem, t.is_kernel) for t in targets):
         k = min(MAX_SETS, len(draws)) if rotate else 1
-        return [_InputSet(d.inputs, d.ref, None) for d in draws[:k]]
+        return [_InputSet(d.inputs, d.ref, None, d.index) for d in draws[:k]]
     per = max(1, nbytes(draws[0].inputs))
     k = 1
     if rotate:
         budget = int(SET_MEMORY_FRACTION * problem.device.free_memory())
         k = max(1, min(MAX_SETS, len(draws), budget // per))
     try:
-        return [_InputSet(clone_all(d.inputs), d.ref, d.inputs) for d in draws[:k]]
+        return [_InputSet(clone_all(d.inputs), d.ref, d.inputs, d.index) for d in draws[:k]]
     except BaseException as exc:  # noqa: BLE001
         kind, fatal = classify(exc)
         raise CheckFailure(kind if kind != F.EXCEPTION else F.OOM, f"copying inputs for timing: {describe(exc)}", fatal) from None
@@ -288,6 +293,7 @@ class _Timer:
         # Host time to enqueue each timed call (start event to end event).
         self.host_times: List[float] = []
         self.violations: List[Any] = []
+        self.switched = 0
         self.checked = 0
         self.estimate_ms = 0.0
         self.warmup_calls = 0
@@ -362,6 +368,7 @@ class _Timer:
             if out is None and self.problem.allow_inplace:
                 out = s.inputs[0]
             self.violations.append(device_violations(out, s.ref, self.tol))
+            self.note_bits(s, out)
             self.checked += 1
         return a, b
 
@@ -369,9 +376,29 @@ class _Timer:
         self.dev.synchronize()
         self.times = [self.dev.elapsed_ms(a, b) for a, b in marks]
 
+    def note_bits(self, s: "_InputSet", out: Any) -> None:
+        """A rechecked timed output against the verified one of its draw."""
+        sums = self.target.verified
+        if not sums or s.index not in sums or out is None:
+            return
+        try:
+            same = checksum(out) == sums[s.index]
+        except (TypeError, RuntimeError):
+            return
+        if not same:
+            self.switched += 1
+
     def recheck_result(self) -> Optional[Dict[str, Any]]:
         if not (self.target.is_kernel and self.params.recheck):
             return None
+        if self.switched:
+            return {
+                "passed": False,
+                "checked": self.checked,
+                "reason": f"{self.switched} of {self.checked} rechecked timed calls returned outputs that differ, bit "
+                f"for bit, from the verified output on the same inputs: the kernel computes differently once timed "
+                f"(set atomics: true in kagent.yaml if its results legitimately vary from call to call)",
+            }
         bad_calls = sum(1 for v in self.violations if int(v) > 0)
         if bad_calls:
             return {

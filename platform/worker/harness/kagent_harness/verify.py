@@ -25,6 +25,7 @@ import torch
 
 from . import failures as F
 from . import precision
+from .checksum import checksum
 from .calls import invoke
 from .candidate import Candidate, find_entry, import_candidate, read_source
 from .device import clone_all, tensors_in
@@ -252,6 +253,15 @@ class _Run:
                     f"the output of draw {draw.index + 1} changed after later calls: the kernel returns the same "
                     f"buffer from every call (or keeps writing to it); return a new tensor from each call",
                 )
+        # Checksums of what each draw gave: timing holds the rechecked timed
+        # calls on these very draws to the same bits (a deterministic kernel
+        # gives them; one that computes differently once timed does not).
+        self.cand.verified_sums = None
+        if not problem.atomics and not problem.allow_inplace:
+            try:
+                self.cand.verified_sums = {draw.index: checksum(out) for draw, out in zip(draws, outs)}
+            except (TypeError, RuntimeError):
+                self.cand.verified_sums = None
         first = outs[0]
         del outs  # only the first draw's output is compared again
         tol = self.tol(_first_float_dtype(draws[0].ref))

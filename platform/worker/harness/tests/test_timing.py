@@ -177,6 +177,39 @@ class BenchTest(TempFilesCase):
         self.assertEqual(s["failure"], "recheck")
         self.assertFalse(s["recheck"]["passed"])
 
+    def _verified(self, fn) -> Target:
+        """A kernel target carrying the checksums verification records."""
+        from kagent_harness.checksum import checksum
+
+        sums = {d.index: checksum(fn(*d.inputs)) for d in self.problem.draws}
+        return Target("kernel", fn, True, sums)
+
+    def test_recheck_holds_timed_outputs_to_the_verified_bits(self) -> None:
+        # Exact while verified, then within every tolerance but not the same
+        # bits (a cheaper, less precise path once timed).
+        calls = [0]
+
+        def fn(x, y):
+            calls[0] += 1
+            s = x + y
+            out = s * (s > 0).to(s.dtype)
+            return out if calls[0] <= len(self.problem.draws) else out * (1 + 2**-20)
+
+        target = self._verified(fn)
+        s = bench(self.problem, target, BenchParams(warmup_ms=0, rep_ms=1, min_reps=20, max_reps=20), self.guard)
+        self.assertEqual(s["failure"], "recheck", s["recheck"])
+        self.assertIn("bit for bit", s["recheck"]["reason"])
+
+    def test_recheck_passes_an_honest_kernel_on_the_verified_bits(self) -> None:
+        def fn(x, y):
+            s = x + y
+            return s * (s > 0).to(s.dtype)
+
+        s = bench(self.problem, self._verified(fn), BenchParams(warmup_ms=0, rep_ms=1, min_reps=20, max_reps=20),
+                  self.guard)
+        self.assertEqual(s["failure"], "", s)
+        self.assertTrue(s["recheck"]["passed"])
+
     def test_exception_while_timed(self) -> None:
         calls = [0]
 
