@@ -29,42 +29,17 @@ import (
 // KnownEscapes lists the adversarial cases (platform/worker/testdata/adversarial)
 // that the current code does not stop on the cpu platform, each with why.
 // TestAdversarial fails when a case not listed here escapes, and when a listed
-// case is stopped: remove it from the list when a fix lands. The entries
-// below were measured on the code before candidates ran in runner processes
-// (2026-12-01); the 21 cases re-run since (classes 1, 2, 4, 5 and two of
-// class 3) were all stopped and left the list. The rest are yet to be re-run.
+// case is stopped: remove it from the list when a fix lands. Every case was
+// re-run on the code with candidates in sandboxed runner processes (the last
+// 26 on 2026-12-01 at 4f8b805); one still escapes. (On the H200, cuda, the
+// code of that day's second run stopped 54 of 56: this one, and
+// c3_fingerprint_cache, whose timed calls there stay within the GPU's
+// unseen-input bound.)
 var KnownEscapes = map[string]string{
-	// 1. In-process reach: the static check resolves names through imports and
-	// plain assignments only, and the candidate shares the harness's process.
-	"c1_container_einsum":     "a module stored in a list is not resolved; einsum is banned only under a torch name",
-	"c1_dict_tensordot":       "a module stored in a dict is not resolved; tensordot is banned only under a torch name",
-	"c1_for_target_linear":    "a module bound by a for target is not resolved; .linear is banned only under a torch name",
-	"c1_frame_walk":           "getattr bound as a parameter skips the dynamic-lookup and frame-attribute bans; the harness's frames hold the reference",
-	"c1_problem_module_model": "sys.modules is reachable through an argument; the problem's module is in the candidate's process",
-	"c1_shadowed_getattr":     "getattr bound as a parameter is taken for a local name, so a computed lookup is not banned",
-	// 2. The protocol channel: the candidate runs in the process that owns the reply pipe.
 	// 3. Telling checks apart.
-	"c3_patch_urandom":         "os.urandom is not watched: the secret draws repeat and hit the cache",
-	"c3_precision_after_first": "the precision check examines draw 1's output only",
-	"c3_size_constants":        "the problem module's size constants are not watched: the unseen draws shrink",
-	"c3_slow_eager_linear":     "torch.nn.Linear.forward is not watched and the eager baseline is timed in the candidate's process",
-	"c3_slow_eager_relu":       "torch.relu is not watched and the eager baseline is timed in the candidate's process",
-	"c3_warnings_stack":        "warnings' stacklevel names the calling harness file; MemoryError skips the unseen check",
-	// 4. The kernel dir and the weights.
-	"c4_harness_cache":           "the shared harness copy in kagent's cache is writable by the candidate",
-	"c4_modify_test_py":          "the kernel dir is writable; test.py is copied after the candidate ran",
-	"c4_modify_yaml":             "the kernel dir is writable by the candidate",
-	"c4_symlink_problem_outside": "symlinks leaving the kernel dir are followed",
-	// 5. The machine: no sandbox.
-	"c5_fill_memory":              "no memory limit on the worker",
-	"c5_fill_tmp":                 "the worker writes the real TMPDIR, not a private one removed afterwards",
-	"c5_fork_bomb":                "setsid children leave the worker's process group and outlive kagent",
-	"c5_huge_problem":             "problem.py is read whole with no size limit (kagent runs out of memory)",
-	"c5_scan_all_environ":         "kagent's /proc/<pid>/environ is readable and files outside the kernel dir writable",
-	"c5_sigstop_parent":           "the worker can stop kagent, which then waits forever",
-	"c5_write_outside_logging":    "the worker writes any file the user can",
-	"c5_write_outside_torch_save": "the worker writes any file the user can",
-	"c5_yaml_dev_zero":            "kagent.yaml is read without checking it is a regular file of bounded size",
+	"c3_precision_after_first": "exact on the first input it sees (draw 1, which the precision check examines) and on " +
+		"it alone: timed calls on that draw give the verified bits; the other draws and the unseen ones are compared " +
+		"within the element tolerances only",
 }
 
 // advCase is one case folder, described by the "# key: value" header of its input.py.
