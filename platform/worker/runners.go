@@ -119,7 +119,7 @@ func gpuInSandbox(o Options) error {
 		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("CUDA does not start in the runners' sandbox: %v: %s", err, lastLines(string(out), 1))
+			return fmt.Errorf("CUDA or the C compiler Triton needs does not work in the runners' sandbox: %v: %s", err, lastLines(string(out), 1))
 		}
 		return nil
 	}()

@@ -16,13 +16,7 @@ import (
 // come from a fork server in the OS sandbox: another PID namespace, no
 // capabilities, none of the supervisor's environment.
 func TestRunnersSandboxed(t *testing.T) {
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
-	if r := sandbox.Probe(); !r.Available {
-		t.Skipf("this machine cannot sandbox: %s", r.Reason)
-	}
+	py := sandboxedPython(t)
 	t.Setenv(sandboxEnv, SandboxOn)
 	t.Setenv("KAGENT_TEST_SECRET_TOKEN", "must-not-leak")
 	w, err := Start(context.Background(), Options{Python: py, Device: "cpu", Env: []string{"CUDA_VISIBLE_DEVICES=", "KAGENT_TEST=runners-sandboxed"}})
@@ -126,13 +120,7 @@ print("device", torch.cuda.get_device_name())
 // way Triton builds its launcher on a GPU (the system C compiler, Python's
 // headers, -shared -fPIC, then dlopen), and Python's sysconfig works.
 func TestRunnerSandboxCompilesC(t *testing.T) {
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
-	if r := sandbox.Probe(); !r.Available {
-		t.Skipf("this machine cannot sandbox: %s", r.Reason)
-	}
+	py := sandboxedPython(t)
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("no gcc on this machine")
@@ -161,4 +149,18 @@ print("answer", ctypes.CDLL("/tmp/k.so").kagent_answer())
 	if err != nil || !strings.Contains(string(out), "answer 42") {
 		t.Fatalf("a C extension cannot be built in the runners' sandbox (%v):\n%s", err, out)
 	}
+}
+
+// sandboxedPython is KAGENT_PYTHON on a machine that can sandbox; the test
+// skips otherwise.
+func sandboxedPython(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	if r := sandbox.Probe(); !r.Available {
+		t.Skipf("this machine cannot sandbox: %s", r.Reason)
+	}
+	return py
 }

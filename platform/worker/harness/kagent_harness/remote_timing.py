@@ -161,8 +161,10 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             calls = max(3, min(500, int(math.ceil(10.0 / max(median, 1e-3)))))
             # A burst's own cost outside its calls (the round trip, the
             # arguments, the guard's check after candidate code ran), by the
-            # judge's clock: the least of empty bursts. No candidate code runs
-            # in them, so a candidate cannot inflate it to hide work.
+            # judge's clock: the least of empty bursts. The candidate is not
+            # called in them; a patch that would slow them only there is
+            # reported by the guard's check that ends every burst (tamper).
+            # What slows every request alike slows the full burst as much.
             fixed = []
             for _ in range(EMPTY_BURSTS):
                 t0 = wall()
