@@ -37,7 +37,7 @@ var Env = []EnvVar{
 	{"KAGENT_BUDGET_USD", "stop the run when LLM spend reaches this many dollars", floatSetter(func(c *Config) *float64 { return &c.Budget.MaxUSD })},
 	{"KAGENT_CACHE_DIR", "cache for the installed harness and Triton's compiled kernels", nil},
 	{"KAGENT_FORKSERVER", "0 starts every Python worker on its own instead of forking it from a server that imported torch once", nil},
-	{"KAGENT_SANDBOX", "the OS sandbox of the processes that run candidates: auto (default: where the machine allows it, else a warning), on (required), off", nil},
+	{"KAGENT_SANDBOX", "the OS sandbox of the processes that run candidates: on (default: required; exit code 4 where the machine cannot sandbox), auto (where the machine allows it, else unsandboxed with a warning), off", nil},
 	{"KAGENT_SANDBOX_SKIP", "diagnosis only: sandbox layers to leave out (landlock, seccomp); weakens the sandbox", nil},
 	{"KAGENT_INPROCESS", "1 runs candidates inside the judging worker (harness debugging only: every isolation guarantee is lost)", nil},
 	{"KAGENT_SWEEP_BACKEND", "kagent sweep --backend: local, slurm or k8s", nil},

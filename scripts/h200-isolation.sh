@@ -29,9 +29,9 @@ for step in $steps; do
     echo "sandbox exit $?" | tee -a "$OUT/steps.log"; tail -5 "$OUT/sandbox.txt"
     ;;
   suite)
-    # SANDBOX: the KAGENT_SANDBOX for the suite (auto: sandboxed where possible).
-    log "cheat and fault suite on cuda (KAGENT_SANDBOX=${SANDBOX:-auto})"
-    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=${SANDBOX:-auto} KAGENT_SUITE_PLATFORM=cuda timeout "${SUITE_LIMIT:-300}" \
+    # SANDBOX: the KAGENT_SANDBOX for the suite (default on: sandboxed or refused).
+    log "cheat and fault suite on cuda (KAGENT_SANDBOX=${SANDBOX:-on})"
+    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=${SANDBOX:-on} KAGENT_SUITE_PLATFORM=cuda timeout "${SUITE_LIMIT:-300}" \
       ../../bin/worker.test -test.run 'TestSuite$' -test.v -test.timeout 9m) > "$OUT/suite-cuda.txt" 2>&1
     echo "suite exit $?" | tee -a "$OUT/steps.log"
     grep -E '^(--- FAIL|ok|FAIL|PASS)|want|sandbox' "$OUT/suite-cuda.txt" | tail -20

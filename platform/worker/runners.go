@@ -30,9 +30,10 @@ import (
 // supervisor hands it (fd 3, KAGENT_RUNNER_FD): there is no path a
 // candidate could put another server behind.
 //
-// KAGENT_SANDBOX selects: "auto" (the default) sandboxes where the machine
-// allows it and otherwise runs runners unsandboxed with a warning; "on"
-// refuses to start a worker without it; "off" never sandboxes.
+// KAGENT_SANDBOX selects: "on" (the default) refuses to start a worker
+// where the machine cannot sandbox; running candidates unsandboxed is the
+// user's explicit choice: "auto" sandboxes where the machine allows it and
+// otherwise runs runners unsandboxed with a warning, "off" never sandboxes.
 
 // sandboxEnv is the variable that selects the runners' sandbox.
 const sandboxEnv = "KAGENT_SANDBOX"
@@ -44,15 +45,16 @@ const (
 	SandboxOff  = "off"
 )
 
-// ErrNoSandbox: KAGENT_SANDBOX=on and this machine cannot sandbox.
+// ErrNoSandbox: KAGENT_SANDBOX is on (the default) and this machine cannot
+// sandbox.
 var ErrNoSandbox = errors.New("the OS sandbox for candidates is unavailable")
 
 // SandboxMode is the runners' sandbox setting from the environment.
 func SandboxMode() (string, error) {
 	switch m := strings.TrimSpace(strings.ToLower(os.Getenv(sandboxEnv))); m {
-	case "", SandboxAuto:
-		return SandboxAuto, nil
-	case SandboxOn, SandboxOff:
+	case "", SandboxOn:
+		return SandboxOn, nil
+	case SandboxAuto, SandboxOff:
 		return m, nil
 	default:
 		return "", fmt.Errorf("%s=%q: want auto, on or off", sandboxEnv, m)
@@ -67,6 +69,9 @@ type runnerServer struct {
 	tail *proc.Tail
 	dir  string
 }
+
+// probeSandbox is sandbox.Probe; tests stand in a machine that cannot sandbox.
+var probeSandbox = sandbox.Probe
 
 var (
 	// runnerMu guards runnerServers and gpuChecked. It is not forkMu: a
@@ -147,7 +152,7 @@ func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
 	if mode == SandboxOff || len(o.Command) > 0 {
 		return nil, nil
 	}
-	if r := sandbox.Probe(); !r.Available {
+	if r := probeSandbox(); !r.Available {
 		if mode == SandboxOn {
 			return nil, fmt.Errorf("%w: %s", ErrNoSandbox, r.Reason)
 		}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,4 +164,43 @@ func sandboxedPython(t *testing.T) string {
 		t.Skipf("this machine cannot sandbox: %s", r.Reason)
 	}
 	return py
+}
+
+// TestUnsandboxedOnlyByChoice: on a machine that cannot sandbox, a worker
+// does not start unless the user chose to run candidates without the
+// sandbox (KAGENT_SANDBOX=auto or off), and its hello says which.
+func TestUnsandboxedOnlyByChoice(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	saved := probeSandbox
+	probeSandbox = func() sandbox.Report { return sandbox.Report{Reason: "user namespaces are disabled (test)"} }
+	defer func() { probeSandbox = saved }()
+	opts := Options{Python: py, Device: "cpu", Env: []string{"CUDA_VISIBLE_DEVICES=", "KAGENT_TEST=unsandboxed-by-choice"}}
+
+	for _, mode := range []string{"", SandboxOn} {
+		t.Setenv(sandboxEnv, mode)
+		w, err := Start(context.Background(), opts)
+		if err == nil {
+			w.Close()
+			t.Fatalf("KAGENT_SANDBOX=%q: a worker started although the machine cannot sandbox", mode)
+		}
+		if !errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), "user namespaces are disabled (test)") ||
+			!strings.Contains(err.Error(), "KAGENT_SANDBOX=auto or off") {
+			t.Fatalf("KAGENT_SANDBOX=%q: the error does not say why and what to do: %v", mode, err)
+		}
+	}
+	for mode, want := range map[string]string{SandboxAuto: "KAGENT_SANDBOX=auto allows that", SandboxOff: "KAGENT_SANDBOX=off"} {
+		t.Setenv(sandboxEnv, mode)
+		w, err := Start(context.Background(), opts)
+		if err != nil {
+			t.Fatalf("KAGENT_SANDBOX=%s: %v", mode, err)
+		}
+		h := w.Hello()
+		w.Close()
+		if h.Sandboxed || !strings.Contains(h.Isolation(), want) {
+			t.Fatalf("KAGENT_SANDBOX=%s: isolation %q (sandboxed %v), want it to say %q", mode, h.Isolation(), h.Sandboxed, want)
+		}
+	}
 }

@@ -74,7 +74,14 @@ func (h Hello) Isolation() string {
 	if h.Sandboxed {
 		return "each candidate in its own process, in the OS sandbox"
 	}
-	return "each candidate in its own process, without the OS sandbox (kagent doctor says why; KAGENT_SANDBOX=on requires it)"
+	switch mode, _ := SandboxMode(); mode {
+	case SandboxOff:
+		return "each candidate in its own process, without the OS sandbox (KAGENT_SANDBOX=off)"
+	case SandboxAuto:
+		return "each candidate in its own process, without the OS sandbox: the machine cannot sandbox " +
+			"(kagent doctor says why) and KAGENT_SANDBOX=auto allows that"
+	}
+	return "each candidate in its own process, without the OS sandbox"
 }
 
 // Device describes the worker's device.
@@ -184,7 +191,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 		rs, err := r.rs, r.err
 		if errors.Is(err, ErrNoSandbox) {
 			w.cleanup()
-			return nil, fmt.Errorf("start worker: %w (set %s=off to run candidates unsandboxed)", err, sandboxEnv)
+			return nil, fmt.Errorf("start worker: %w (kagent doctor says more; to run candidates without it, by choice, set %s=auto or off)", err, sandboxEnv)
 		}
 		if err != nil {
 			log.Warn("candidates run without the OS sandbox", "err", err)
