@@ -29,18 +29,10 @@ import (
 // KnownEscapes lists the adversarial cases (platform/worker/testdata/adversarial)
 // that the current code does not stop on the cpu platform, each with why.
 // TestAdversarial fails when a case not listed here escapes, and when a listed
-// case is stopped: remove it from the list when a fix lands. Every case was
-// re-run on the code with candidates in sandboxed runner processes (the last
-// 26 on 2026-12-01 at 4f8b805); one still escapes. (On the H200, cuda, the
-// code of that day's second run stopped 54 of 56: this one, and
-// c3_fingerprint_cache, whose timed calls there stay within the GPU's
-// unseen-input bound.)
-var KnownEscapes = map[string]string{
-	// 3. Telling checks apart.
-	"c3_precision_after_first": "exact on the first input it sees (draw 1, which the precision check examines) and on " +
-		"it alone: timed calls on that draw give the verified bits; the other draws and the unseen ones are compared " +
-		"within the element tolerances only",
-}
+// case is stopped: remove it from the list when a fix lands. Every case is
+// run on the code with candidates in sandboxed runner processes; none
+// escapes on the cpu platform.
+var KnownEscapes = map[string]string{}
 
 // advCase is one case folder, described by the "# key: value" header of its input.py.
 type advCase struct {

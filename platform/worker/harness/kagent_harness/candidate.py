@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from types import ModuleType
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
@@ -40,6 +40,10 @@ class Candidate:
         self.entry = entry
         self.problem = problem
         self._callables: Dict[str, Callable[..., Any]] = {}
+        # What verification found, for timing: the verified outputs' checksums
+        # by draw index, and the precision check's bound for other calls.
+        self.verified_sums: Optional[Dict[int, Any]] = None
+        self.precision_bound: Any = None
 
     def callable_for(self, shape_set: ShapeSet) -> Callable[..., Any]:
         """The callable for a shape set: ``kernel_function(*inputs, *init_inputs)``

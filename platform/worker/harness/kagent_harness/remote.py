@@ -527,6 +527,9 @@ class RemoteCandidate:
         self.rc = rc
         self.module = None
         self._callables: Dict[str, RemoteCallable] = {}
+        # What verification found, for timing (see Candidate).
+        self.verified_sums: Optional[Dict[int, Any]] = None
+        self.precision_bound: Any = None
 
     def callable_for(self, shape_set: Any) -> RemoteCallable:
         fn = self._callables.get(shape_set.label)

@@ -198,7 +198,7 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             return out
 
         def _unseen_call(self, times: List[float]) -> str:
-            from .timing import UNSEEN_SPIN_CYCLES, _Skip
+            from .timing import UNSEEN_SPIN_CYCLES, _Skip, unseen_verdict
 
             problem = self.problem
             try:
@@ -235,15 +235,9 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             try:
                 with torch.no_grad():
                     ref = problem.model(*(clone_all(inputs) if problem.main.ref_mutates_inputs else inputs))
-                    bad = int(device_violations(out, ref, self.tol))
             except BaseException as exc:  # noqa: BLE001 - the reference on a new draw
                 raise _Skip(f"the reference on a new draw raised {describe(exc)}") from None
-            if bad:
-                return (f"{bad} output element(s) differ from the reference beyond the tolerance, although the "
-                        f"verified draws matched (a result tied to inputs seen before, or a kernel at the edge of "
-                        f"the tolerance): compute every result from the call's own inputs, accurately enough for "
-                        f"the tolerance")
-            return ""
+            return unseen_verdict(out, ref, self.tol, self.target.precision_bound)
 
         def method(self) -> str:
             return super().method() + "; run in the candidate's own process, bounded by the judge's clock"

@@ -54,7 +54,7 @@ from .failures import CheckFailure, classify, describe
 from .guard import Guard
 from .checksum import checksum
 from .loading import Problem, apply_tf32, fresh_inputs, inputs_intact
-from .numerics import ToleranceFn, device_violations, tolerance_for
+from .numerics import ToleranceFn, compare_outputs, device_violations, tolerance_for
 
 HOST_FACTOR = 1.25
 HOST_SLACK_MS = 0.5
@@ -117,6 +117,9 @@ class Target:
     # this worker, atomics not declared): rechecked timed calls on a stored
     # draw must give the same bits.
     verified: Optional[Dict[int, Any]] = None
+    # The precision check's bound on other calls' error (precision.Bound),
+    # applied to the unseen draws.
+    precision_bound: Any = None
 
 
 class _InputSet:
@@ -141,7 +144,7 @@ def make_target(problem: Problem, kind: str, cand: Optional[Candidate], guard: G
     if kind == "kernel":
         if cand is None:
             raise ValueError("kernel target without a candidate")
-        return Target("kernel", cand.callable_for(problem.main), True, getattr(cand, "verified_sums", None))
+        return Target("kernel", cand.callable_for(problem.main), True, cand.verified_sums, cand.precision_bound)
     if kind == "eager":
         return Target("eager", problem.model, False)
     if kind == "compile":
@@ -512,18 +515,13 @@ class _Timer:
         try:
             with torch.no_grad():
                 ref = problem.model(*(clone_all(src) if problem.main.ref_mutates_inputs else src))
-                bad = int(device_violations(out, ref, self.tol))
         except BaseException as exc:  # noqa: BLE001 - the reference on a new draw
             kind, fatal = classify(exc)
             if fatal:
                 raise CheckFailure(kind, f"the reference on new inputs raised {describe(exc)}", fatal) from None
             raise _Skip(f"the reference on a new draw raised {describe(exc)}") from None
-        del inputs, pristine, out, ref, src
-        if bad:
-            return (f"{bad} output element(s) differ from the reference beyond the tolerance, although the verified "
-                    f"draws matched (a result tied to inputs seen before, or a kernel at the edge of the tolerance): "
-                    f"compute every result from the call's own inputs, accurately enough for the tolerance")
-        return ""
+        del inputs, pristine, src
+        return unseen_verdict(out, ref, self.tol, self.target.precision_bound)
 
     def method(self) -> str:
         copies = "copies" if any(s.pristine is not None for s in self.sets) else "the stored draws"
@@ -533,6 +531,23 @@ class _Timer:
             flush = self.flush.numel() * 4 / (1 << 20) if self.flush is not None else 0
             return f"{self.dev.type} events around each call, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
         return f"process CPU time (time.process_time) around each call, torch on one thread (cpu: not representative), {sets}, {warm}"
+
+
+def unseen_verdict(out: Any, ref: Any, tol: ToleranceFn, bound: Any) -> str:
+    """An unseen draw's output against its reference: the element tolerance,
+    then the precision check's bound (precision.Bound, None: none). A failure's
+    reason or ""."""
+    with torch.no_grad():
+        bad = int(device_violations(out, ref, tol))
+    if bad:
+        return (f"{bad} output element(s) differ from the reference beyond the tolerance, although the verified "
+                f"draws matched (a result tied to inputs seen before, or a kernel at the edge of the tolerance): "
+                f"compute every result from the call's own inputs, accurately enough for the tolerance")
+    if bound is not None:
+        rel = compare_outputs(out, ref, tol).rel_l2
+        if bound.violated(rel):
+            return F.PRECISION + ": " + bound.reason("a new draw", rel)
+    return ""
 
 
 class _Skip(Exception):

@@ -17,6 +17,7 @@ released as soon as the checks that need them are done.
 from __future__ import annotations
 
 import os
+import random
 import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -43,6 +44,11 @@ from .numerics import (
 )
 from .static_check import check_source
 from .usertest import run_user_test
+
+_rng = random.SystemRandom()
+# Elements of the largest input changed for the near-duplicate call: the
+# first count, then (while the reference stays within tolerance) the next.
+NEAR_ELEMENTS = (4, 64, 1024)
 
 
 @dataclass
@@ -203,6 +209,7 @@ class _Run:
                 raise CheckFailure(fail_as, f.reason) from None
             raise
         cmp = compare_outputs(out, draw.ref, self.tol)
+        self.last_rel = cmp.rel_l2
         if not cmp.ok:
             stale = self.stale_failure(label, out, draw, others)
             if stale is not None:
@@ -226,9 +233,11 @@ class _Run:
         draws = problem.draws
         n = len(draws)
         outs: List[Any] = []
+        rels: Dict[int, float] = {}  # each draw's error against the fp32 reference (rel L2)
         first_work: List[Any] = []
         for draw in draws:
             work, out = self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}", others=draws)
+            rels[draw.index] = self.last_rel
             if not first_work:
                 first_work = work  # the caching check refills these very buffers
             outs.append(out)
@@ -262,8 +271,6 @@ class _Run:
                 self.cand.verified_sums = {draw.index: checksum(out) for draw, out in zip(draws, outs)}
             except (TypeError, RuntimeError):
                 self.cand.verified_sums = None
-        first = outs[0]
-        del outs  # only the first draw's output is compared again
         tol = self.tol(_first_float_dtype(draws[0].ref))
         rec.ok(
             F.CORRECTNESS,
@@ -271,7 +278,13 @@ class _Run:
             f"rel L2 {self.rel_l2:.3g}",
         )
         rec.ok(F.UNWRITTEN_OUTPUT, "every output element written (outputs and free memory NaN-poisoned)")
-        self.check_precision(first)
+        # The precision check examines one draw, chosen only now that every
+        # output is in; of the others, only the first draw's is compared again.
+        examined = _rng.randrange(n)
+        first, out_k = outs[0], outs[examined]
+        del outs
+        self.check_precision(examined, out_k, rels)
+        del out_k
         if problem.allow_inplace:
             rec.skip(F.INPUT_MUTATION, "allow_inplace is set")
         else:
@@ -323,8 +336,12 @@ class _Run:
                 self.check_shape(shape_set)
             rec.ok(F.EXTRA_SHAPES, f"{len(problem.extra)} extra shape set(s) match: " + ", ".join(s.label for s in problem.extra))
 
-        self.check_caching(fn, first_work)
-        del first_work
+        if len(draws) < 2:
+            rec.skip(F.CACHING, "needs two draws")
+        else:
+            note = self.check_caching(fn, first_work)
+            del first_work
+            rec.ok(F.CACHING, note + "; " + self.check_near_duplicate(fn))
 
         intact = references_intact(problem)
         if intact:
@@ -340,19 +357,29 @@ class _Run:
         else:
             rec.skip(F.USER_TEST, "no test.py")
 
-    def check_precision(self, out: Any) -> None:
-        """Draw 1's output against an fp64 reference (precision.py)."""
+    def check_precision(self, k: int, out: Any, rels: Dict[int, float]) -> None:
+        """Draw k's output (k chosen at random once every draw's output was
+        in) against an fp64 reference; the other draws' errors against draw
+        k's (precision.py). The bound it sets goes to timing's unseen draws."""
         problem = self.problem
-        draw = problem.draws[0]
+        self.cand.precision_bound = None
+        draw = problem.draws[k]
         inputs = clone_all(draw.inputs) if problem.main.ref_mutates_inputs else draw.inputs
-        applies, note, failure = precision.assess(problem, inputs, draw.ref, out)
+        a = precision.assess(problem, inputs, draw.ref, out)
         del inputs
-        if failure:
-            raise CheckFailure(F.PRECISION, failure)
-        if applies:
-            self.rec.ok(F.PRECISION, note)
-        else:
-            self.rec.skip(F.PRECISION, note)
+        if a.failure:
+            raise CheckFailure(F.PRECISION, f"draw {draw.index + 1}: {a.failure}")
+        if not a.applies:
+            self.rec.skip(F.PRECISION, a.note)
+            return
+        bound = precision.consistency(a, draw.index, rels)
+        if bound is not None:
+            for other in problem.draws:
+                rel = rels.get(other.index)
+                if rel is not None and bound.violated(rel):
+                    raise CheckFailure(F.PRECISION, bound.reason(f"draw {other.index + 1}", rel))
+        self.cand.precision_bound = bound
+        self.rec.ok(F.PRECISION, f"draw {draw.index + 1}: {a.note}")
 
     def check_shape(self, shape_set: ShapeSet) -> None:
         label = f"shape {shape_set.label}"
@@ -364,12 +391,10 @@ class _Run:
             raise
         self.check_draw(fn, shape_set.draws[0], label, fail_as=F.EXTRA_SHAPES)
 
-    def check_caching(self, fn: Any, buffers: List[Any]) -> None:
-        """Draw 1's input buffers, refilled in place with draw 2, must give draw 2's result."""
+    def check_caching(self, fn: Any, buffers: List[Any]) -> str:
+        """Draw 1's input buffers, refilled in place with draw 2, must give draw
+        2's result. Returns the note for the caching check."""
         draws = self.problem.draws
-        if len(draws) < 2:
-            self.rec.skip(F.CACHING, "needs two draws")
-            return
         new = draws[1]
         with torch.no_grad():
             for buf, src in zip(tensors_in(buffers), tensors_in(new.inputs)):
@@ -385,7 +410,59 @@ class _Run:
             raise CheckFailure(
                 F.CACHING, f"the kernel {why}: results must not be cached across calls (by pointer, shape or id)"
             )
-        self.rec.ok(F.CACHING, "refilled input buffers give the new draw's result")
+        return "refilled input buffers give the new draw's result"
+
+    def check_near_duplicate(self, fn: Any) -> str:
+        """Draw 1's inputs with a few elements of the largest input taken from
+        draw 2, at positions chosen at random now, must give that input's own
+        result: a kernel that recognises inputs by a part of them (shape and
+        first values, a sample of positions) and returns a result stored for
+        them is wrong here. A kernel must read all of the largest input to tell
+        this call from draw 1's, which costs what a memory-bound kernel's call
+        costs; one whose call costs more than reading its inputs is left to
+        timing's unseen draws. Returns the note for the caching check."""
+        problem = self.problem
+        base, other = problem.draws[0], problem.draws[1]
+        work = clone_all(base.inputs)
+        pairs = [(t, s) for t, s in zip(tensors_in(work), tensors_in(other.inputs))
+                 if t.numel() > 0 and t.is_contiguous() and s.shape == t.shape and s.dtype == t.dtype]
+        if not pairs:
+            return "no input to change in part"
+        t, s = max(pairs, key=lambda p: p[0].numel())
+        # More elements only where a few leave the reference within tolerance
+        # (a long reduction of a few changed values); never most of them.
+        n, ref = 0, None
+        for want in NEAR_ELEMENTS:
+            want = min(want, t.numel() // 2 or 1)
+            if want <= n:
+                break
+            at = torch.tensor(_rng.sample(range(t.numel()), want), dtype=torch.long, device=t.device)
+            n = want
+            with torch.no_grad():
+                t.view(-1)[at] = s.reshape(-1)[at]
+                try:
+                    ref = problem.model(*(clone_all(work) if problem.main.ref_mutates_inputs else work))
+                except BaseException as exc:  # noqa: BLE001 - the problem's own code on a changed draw
+                    kind, fatal = F.classify(exc)
+                    if fatal:
+                        raise CheckFailure(kind, f"the reference on changed inputs raised {F.describe(exc)}",
+                                           fatal) from None
+                    return f"inputs changed in part not tried (the reference raised {F.describe(exc)})"
+            if not compare_outputs(ref, base.ref, self.tol).ok:
+                break
+            ref = None
+        if ref is None:
+            return f"changing {n} input element(s) left the reference within tolerance, so inputs changed in part were not tried"
+        out = self.call(fn, work, ref, "near-duplicate run: the call")
+        cmp = compare_outputs(out, ref, self.tol)
+        if not cmp.ok:
+            if compare_outputs(out, base.ref, self.tol).ok:
+                why = (f"returned draw 1's result for draw 1's inputs with {n} element(s) changed: results must be "
+                       f"computed from the whole input, not looked up by a part of it (shape, first values, a sample)")
+            else:
+                why = f"gave a wrong result on draw 1's inputs with {n} element(s) changed ({cmp.reason})"
+            raise CheckFailure(F.CACHING, f"the kernel {why}")
+        return f"draw 1's inputs with {n} element(s) changed give their own result"
 
 
 def _first_float_dtype(ref: Any) -> torch.dtype:

@@ -228,6 +228,35 @@ class ChecksTest(TempFilesCase):
         result, _ = self.run_verify(cand)
         self.assertFails(result, "caching", "previous result")
 
+    def test_result_looked_up_by_part_of_the_input_is_caching(self) -> None:
+        from kagent_harness import verify as verify_module
+
+        # Keyed on the shape and the first values (or any sample of positions
+        # the kernel can read cheaply): right on every draw and on refilled
+        # buffers, wrong on draw 1's inputs with a few elements changed.
+        for key in ("tuple(x.reshape(-1)[:16].tolist())", "tuple(x.reshape(-1)[::64].tolist())"):
+            with self.subTest(key=key):
+                cand = f"""
+                import torch
+                _memo = {{}}
+                def kernel_function(x, y):
+                    key = (tuple(x.shape), {key})
+                    if key not in _memo:
+                        s = x + y
+                        _memo[key] = s * (s > 0).to(s.dtype)
+                    return _memo[key].clone()
+                """
+                # Positions outside both keys' samples (the choice is random in use).
+                with unittest.mock.patch.object(verify_module._rng, "sample", lambda pop, k: [17, 33, 50, 99][:k]):
+                    result, _ = self.run_verify(cand)
+                self.assertFails(result, "caching", "not looked up by a part of it")
+
+    def test_honest_kernel_passes_the_changed_in_part_call(self) -> None:
+        result, _ = self.run_verify(GOOD)
+        self.assertTrue(result["passed"], result.get("reason"))
+        note = next(c["reason"] for c in result["checks"] if c["name"] == "caching")
+        self.assertIn("element(s) changed give their own result", note)
+
     def test_reused_output_buffer(self) -> None:
         cand = """
         import torch
