@@ -104,6 +104,18 @@ type Timing struct {
 	// HostMS is the median host time to enqueue one timed call (from its
 	// start event to its end event; 0 when unknown).
 	HostMS float64 `json:"host_ms,omitempty"`
+	// Unseen is the unseen-input check of a kernel's timing: calls on new
+	// draws, held to the timed median (nil when it did not run).
+	Unseen *UnseenCheck `json:"unseen_inputs,omitempty"`
+}
+
+// UnseenCheck is what the unseen-input check measured: one call on each
+// new draw against LimitMS (from the timed median); Skipped says why it did
+// not run where it could not.
+type UnseenCheck struct {
+	TimesMS []float64 `json:"times_ms,omitempty"`
+	LimitMS float64   `json:"limit_ms,omitempty"`
+	Skipped string    `json:"skipped,omitempty"`
 }
 
 // HostBoundShare: a GPU timing whose host time per call is at least this

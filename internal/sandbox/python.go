@@ -33,13 +33,16 @@ var libraryPaths = []string{
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
 }
 
-// PythonPaths lists the existing host paths a Python interpreter needs
-// read-only to run: sys.prefix and sys.base_prefix (or, when a prefix is a
-// system root such as /usr, its library directories from sysconfig),
-// every sys.path entry, the interpreter itself, the system library
-// directories (/usr/lib, /lib*, /usr/local/lib) and the dynamic loader's
-// files from /etc. Paths below another listed path are left out.
-func PythonPaths(python string) ([]string, error) {
+// PythonPaths returns the interpreter's own executable (sys.executable:
+// what to run inside the sandbox, where a launcher such as a pyenv shim, a
+// script that finds the interpreter, cannot run) and lists the existing host
+// paths a Python interpreter needs read-only to run: sys.prefix and
+// sys.base_prefix (or, when a prefix is a system root such as /usr, its
+// library directories from sysconfig), every sys.path entry, the interpreter
+// itself, the system library directories (/usr/lib, /lib*, /usr/local/lib)
+// and the dynamic loader's files from /etc. Paths below another listed path
+// are left out.
+func PythonPaths(python string) (string, []string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, python, "-c", pythonScript).Output()
@@ -47,7 +50,7 @@ func PythonPaths(python string) ([]string, error) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
 		}
-		return nil, fmt.Errorf("ask %s for its paths: %w", python, err)
+		return "", nil, fmt.Errorf("ask %s for its paths: %w", python, err)
 	}
 	var info struct {
 		Prefixes   []string `json:"prefixes"`
@@ -56,7 +59,7 @@ func PythonPaths(python string) ([]string, error) {
 		Sysconfig  []string `json:"sysconfig"`
 	}
 	if err := json.Unmarshal(out, &info); err != nil {
-		return nil, fmt.Errorf("read %s's paths: %w", python, err)
+		return "", nil, fmt.Errorf("read %s's paths: %w", python, err)
 	}
 	var paths []string
 	for _, p := range info.Prefixes {
@@ -73,7 +76,11 @@ func PythonPaths(python string) ([]string, error) {
 		paths = append(paths, abs)
 	}
 	paths = append(paths, libraryPaths...)
-	return minimalPaths(paths), nil
+	exe := info.Executable
+	if exe == "" || !filepath.IsAbs(exe) {
+		exe = python
+	}
+	return exe, minimalPaths(paths), nil
 }
 
 // minimalPaths keeps the existing absolute paths, cleaned, without

@@ -512,9 +512,18 @@ func TestStartupCost(t *testing.T) {
 func TestPython(t *testing.T) {
 	available(t)
 	py := pythontest.Triton(t)
-	paths, err := sandbox.PythonPaths(py)
+	// Called through a launcher (as a pyenv shim finds the interpreter), which
+	// cannot run in the sandbox: PythonPaths names the interpreter itself.
+	shim := filepath.Join(t.TempDir(), "python3")
+	if err := os.WriteFile(shim, []byte("#!/bin/sh\nexec "+py+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, paths, err := sandbox.PythonPaths(shim)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if exe == shim || !filepath.IsAbs(exe) {
+		t.Fatalf("PythonPaths(%s) names %q to run, not the interpreter", shim, exe)
 	}
 	t.Logf("read-only: %v", paths)
 	home, _ := os.UserHomeDir()
@@ -527,7 +536,7 @@ func TestPython(t *testing.T) {
 		ReadOnly: append(paths, "/sys/devices/system/cpu"),
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "OMP_NUM_THREADS=1"},
 		Dir:      "/tmp",
-	}, []string{py, "-c", "import torch, os; print(torch.__version__, sorted(os.listdir('/')))"})
+	}, []string{exe, "-c", "import torch, os; print(torch.__version__, sorted(os.listdir('/')))"})
 	if err != nil {
 		t.Fatal(err)
 	}

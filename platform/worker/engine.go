@@ -364,6 +364,7 @@ type benchStats struct {
 		Passed bool   `json:"passed"`
 		Reason string `json:"reason"`
 	} `json:"recheck"`
+	Unseen *platform.UnseenCheck `json:"unseen_inputs"`
 }
 
 func (s benchStats) timing(label string, representative bool) platform.Timing {
@@ -373,7 +374,7 @@ func (s benchStats) timing(label string, representative bool) platform.Timing {
 	}
 	return platform.Timing{Target: label, MedianMS: s.MedianMS, P20MS: s.P20MS, P80MS: s.P80MS, MeanMS: s.MeanMS,
 		CV: s.CV, N: s.N, TimesMS: s.TimesMS, HostMS: s.HostMedianMS, Representative: rep, Method: s.Method,
-		Unavailable: s.Unavailable}
+		Unavailable: s.Unavailable, Unseen: s.Unseen}
 }
 
 // RecheckError: a check run while timing failed: the outputs of the timed

@@ -113,12 +113,12 @@ func gpuInSandbox(o Options) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		policy, err := runnerPolicy(o, dir, nil)
+		policy, python, err := runnerPolicy(o, dir, nil)
 		if err != nil {
 			return err
 		}
 		policy.ExtraFiles = nil
-		cmd, err := sandbox.Command(policy, []string{o.Python, "-c", gpuCheckScript})
+		cmd, err := sandbox.Command(policy, []string{python, "-c", gpuCheckScript})
 		if err != nil {
 			return err
 		}
@@ -183,9 +183,8 @@ func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
 		return nil, gerr
 	}
 	if err != nil {
-		if mode == SandboxOn {
-			return nil, fmt.Errorf("%w: %v", ErrNoSandbox, err)
-		}
+		// Not ErrNoSandbox yet: the worker's own start says first when the
+		// interpreter itself is the problem (no torch, say).
 		return nil, err
 	}
 	runnerServers[key] = s
@@ -194,10 +193,12 @@ func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
 
 // runnerPolicy is what a runner may see: Python and the harness read-only,
 // the GPU's device nodes, a private /tmp (also its HOME and Triton cache).
-func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, error) {
-	ro, err := sandbox.PythonPaths(o.Python)
+// It returns the interpreter to run in the sandbox (o.Python's own
+// executable, not a launcher that finds it).
+func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, string, error) {
+	python, ro, err := sandbox.PythonPaths(o.Python)
 	if err != nil {
-		return sandbox.Policy{}, err
+		return sandbox.Policy{}, "", err
 	}
 	ro = append(ro, harnessDir)
 	// The GPU's user-space driver, a C compiler for Triton's launcher, CPU
@@ -233,7 +234,7 @@ func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, 
 		ExtraFiles: []*os.File{
 			ctrl,
 		},
-	}, nil
+	}, python, nil
 }
 
 // openFilesLimit is the runners' RLIMIT_NOFILE: 65536, or the hard limit
@@ -285,7 +286,7 @@ func startRunnerServer(ctx context.Context, o Options) (*runnerServer, error) {
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "runner-control"), os.NewFile(uintptr(fds[1]), "runner-control")
 	defer theirs.Close()
-	policy, err := runnerPolicy(o, hdir, theirs)
+	policy, python, err := runnerPolicy(o, hdir, theirs)
 	if err != nil {
 		mine.Close()
 		return fail(err)
@@ -297,7 +298,7 @@ func startRunnerServer(ctx context.Context, o Options) (*runnerServer, error) {
 	// start it from a locked thread that lives until the sandbox ends.
 	go func() {
 		runtime.LockOSThread()
-		cmd, err := sandbox.Command(policy, []string{o.Python, "-u", "-m", "kagent_harness.forkserver", "--fd", "3"})
+		cmd, err := sandbox.Command(policy, []string{python, "-u", "-m", "kagent_harness.forkserver", "--fd", "3"})
 		if err != nil {
 			started <- err
 			return

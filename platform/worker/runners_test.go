@@ -85,7 +85,7 @@ func TestRunnerSandboxSeesGPU(t *testing.T) {
 		t.Skipf("this machine cannot sandbox: %s", r.Reason)
 	}
 	dir := t.TempDir()
-	policy, err := runnerPolicy(Options{Python: py, Device: "cuda"}, dir, nil)
+	policy, python, err := runnerPolicy(Options{Python: py, Device: "cuda"}, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ import torch
 torch.cuda.init()
 print("device", torch.cuda.get_device_name())
 `
-	cmd, err := sandbox.Command(policy, []string{py, "-c", script})
+	cmd, err := sandbox.Command(policy, []string{python, "-c", script})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestRunnerSandboxCompilesC(t *testing.T) {
 	if err != nil {
 		t.Skip("no gcc on this machine")
 	}
-	policy, err := runnerPolicy(Options{Python: py, Device: "cpu"}, t.TempDir(), nil)
+	policy, python, err := runnerPolicy(Options{Python: py, Device: "cpu"}, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ r = subprocess.run(cmd, capture_output=True, text=True)
 print("rc", r.returncode, r.stderr[-2000:])
 print("answer", ctypes.CDLL("/tmp/k.so").kagent_answer())
 `
-	cmd, err := sandbox.Command(policy, []string{py, "-c", script, cc})
+	cmd, err := sandbox.Command(policy, []string{python, "-c", script, cc})
 	if err != nil {
 		t.Fatal(err)
 	}

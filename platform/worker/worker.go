@@ -84,6 +84,9 @@ func (h Hello) Isolation() string {
 	return "each candidate in its own process, without the OS sandbox"
 }
 
+// noSandboxHint is what a user can do when candidates cannot be sandboxed.
+const noSandboxHint = "kagent doctor says more; to run candidates without it, by choice, set " + sandboxEnv + "=auto or off"
+
 // Device describes the worker's device.
 type Device struct {
 	Type        string `json:"type"`
@@ -186,15 +189,23 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 			log.Debug("fork server unavailable; starting the worker on its own", "err", err)
 		}
 	}
+	// runnersErr: the runners' server did not start and the user did not
+	// allow candidates to run unsandboxed; reported after the worker's own
+	// handshake, which names a broken interpreter more precisely.
+	var runnersErr error
 	if len(o.Command) == 0 {
 		r := <-runners
 		rs, err := r.rs, r.err
 		if errors.Is(err, ErrNoSandbox) {
 			w.cleanup()
-			return nil, fmt.Errorf("start worker: %w (kagent doctor says more; to run candidates without it, by choice, set %s=auto or off)", err, sandboxEnv)
+			return nil, fmt.Errorf("start worker: %w (%s)", err, noSandboxHint)
 		}
 		if err != nil {
-			log.Warn("candidates run without the OS sandbox", "err", err)
+			if mode, _ := SandboxMode(); mode == SandboxAuto {
+				log.Warn("candidates run without the OS sandbox", "err", err)
+			} else {
+				runnersErr = err
+			}
 		}
 		if rs != nil {
 			if w.runnerConn, err = rs.connect(); err != nil {
@@ -248,6 +259,11 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 			return nil, fmt.Errorf("start worker: %s has no torch: point --python (or KAGENT_PYTHON) at a Python that has it (kagent doctor lists what it finds): %w", w.opts.Python, err)
 		}
 		return nil, fmt.Errorf("start worker: handshake: %w", err)
+	}
+	if runnersErr != nil {
+		w.Kill()
+		w.cleanup()
+		return nil, fmt.Errorf("start worker: %w: the runners' server in it did not start: %v (%s)", ErrNoSandbox, runnersErr, noSandboxHint)
 	}
 	h.Isolated = isolated
 	h.Sandboxed = sandboxed
