@@ -5,6 +5,7 @@
 # static: make gpu-binaries). Results (logs, tables) go to $OUT.
 # Usage: OUT=/tmp/out [PY=python3] scripts/h200-isolation.sh [steps...]
 #   steps: doctor sandbox suite pytests overhead eval adversarial
+#   (PROBS: the overhead step's problems, default softmax_small softmax_large)
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-isolation}
 mkdir -p "$OUT"
@@ -39,7 +40,7 @@ for step in $steps; do
   overhead)
     # Per-candidate wall time (3-draw verify + timing, compile included), the
     # candidate in its runner (default) against in the worker's own process.
-    for prob in softmax_small softmax_large; do
+    for prob in ${PROBS:-softmax_small softmax_large}; do
       for mode in isolated inprocess; do
         log "enginebench $prob $mode"
         if [ $mode = inprocess ]; then export KAGENT_INPROCESS=1; else unset KAGENT_INPROCESS; fi
