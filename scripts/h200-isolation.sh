@@ -59,8 +59,9 @@ for step in $steps; do
     (while :; do echo "$((SECONDS - t0)) $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ' ')"; sleep 2; done) \
       > "$OUT/eval-rmsnorm-memory.txt" 2>&1 &
     mon=$!
-    timeout 300 bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --python "$PY" 2>"$OUT/eval-rmsnorm.stderr" | tee "$OUT/eval-rmsnorm.txt"
-    echo "eval exit ${PIPESTATUS[0]} wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"; tail -3 "$OUT/eval-rmsnorm.stderr"
+    timeout 300 bin/kagent eval --kernel-dir examples/rmsnorm --platform cuda --python "$PY" --json 2>"$OUT/eval-rmsnorm.stderr" > "$OUT/eval-rmsnorm.json"
+    echo "eval exit $? wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"; tail -3 "$OUT/eval-rmsnorm.stderr"
+    head -c 3000 "$OUT/eval-rmsnorm.json"
     kill $mon 2>/dev/null
     ;;
   adversarial)
