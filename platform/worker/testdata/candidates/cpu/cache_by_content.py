@@ -1,14 +1,17 @@
-"""Cheat: computes each result the slow way once per input content (keyed by a
-few sampled values), then returns the cached copy. Every output is right, so
-verification and the recheck pass; only calls on inputs it has never seen
-show what the computation costs."""
+"""Cheat: computes each result the slow way once per input content, keyed by a
+weighted sum of every element (so inputs changed in part are new to it), then
+returns the cached copy. Every output is right, so verification and the
+recheck pass; only calls on inputs it has never seen show what the computation
+costs."""
 import torch
 
 _cache = {}
 
 
 def _key(x, y):
-    return tuple(x.flatten()[:8].tolist()) + tuple(y.flatten()[-8:].tolist())
+    # Every element counts (a weighted sum): inputs changed in part are new.
+    w = torch.arange(1, x.numel() + 1, dtype=torch.float64, device=x.device).view(x.shape)
+    return (float((x.double() * w).sum()), float((y.double() * w).sum()))
 
 
 def kernel_function(x, y):

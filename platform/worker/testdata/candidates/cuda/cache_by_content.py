@@ -1,7 +1,8 @@
-"""Cheat: computes each result once per input content (keyed by a few sampled
-values) with an expensive Triton launch sequence, then returns the cached copy.
-Every output is right, so verification and the recheck pass; only calls on
-inputs it has never seen show what the computation costs."""
+"""Cheat: computes each result with an expensive Triton launch sequence once per input content, keyed by a
+weighted sum of every element (so inputs changed in part are new to it), then
+returns the cached copy. Every output is right, so verification and the
+recheck pass; only calls on inputs it has never seen show what the computation
+costs."""
 import torch
 import triton
 import triton.language as tl
@@ -27,8 +28,14 @@ def _launch(x, y, out):
     _add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
 
 
+def _key(x, y):
+    # Every element counts (a weighted sum): inputs changed in part are new.
+    w = torch.arange(1, x.numel() + 1, dtype=torch.float64, device=x.device).view(x.shape)
+    return (float((x.double() * w).sum()), float((y.double() * w).sum()))
+
+
 def kernel_function(x, y):
-    k = tuple(x.flatten()[:8].tolist()) + tuple(y.flatten()[-8:].tolist())
+    k = _key(x, y)
     hit = _cache.get(k)
     if hit is None:
         hit = torch.empty_like(x)
