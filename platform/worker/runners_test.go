@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/internal/sandbox"
+	"github.com/kagent-dev/kagent/platform"
 )
 
 // TestRunnersSandboxed: where the machine can sandbox, a worker's runners
@@ -201,6 +204,53 @@ func TestUnsandboxedOnlyByChoice(t *testing.T) {
 		w.Close()
 		if h.Sandboxed || !strings.Contains(h.Isolation(), want) {
 			t.Fatalf("KAGENT_SANDBOX=%s: isolation %q (sandboxed %v), want it to say %q", mode, h.Isolation(), h.Sandboxed, want)
+		}
+	}
+}
+
+// TestUserTestInSandbox: a kernel dir's test.py imports the candidate, so it
+// runs in a runner of its own, in the sandbox: a file of the user's is out of
+// its sight. Unsandboxed by the user's choice, the same test sees the file.
+func TestUserTestInSandbox(t *testing.T) {
+	py := sandboxedPython(t)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("user's file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	problem, err := os.ReadFile(filepath.Join("testdata", "problems", "add_relu", "problem.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := "import os, sys\nimport kernel, problem\n" +
+		"sys.exit(3 if os.path.exists(" + strconv.Quote(secret) + ") else 0)\n"
+	for name, text := range map[string]string{"problem.py": string(problem), "test.py": test} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cand, _ := filepath.Abs(filepath.Join("testdata", "candidates", "cpu", "add_relu_ok.py"))
+	task := &kerneldir.Task{Dir: dir, ProblemPath: filepath.Join(dir, "problem.py"), TestPath: filepath.Join(dir, "test.py")}
+	for _, c := range []struct {
+		mode   string
+		passed bool
+	}{{SandboxOn, true}, {SandboxOff, false}} {
+		t.Setenv(sandboxEnv, c.mode)
+		sess, err := OpenSession(context.Background(), task, SessionConfig{
+			Python: py, Device: "cpu", CacheDir: t.TempDir(), Env: []string{"CUDA_VISIBLE_DEVICES="},
+			Engine: EngineOptions{VerifyTimeout: 3 * time.Minute, LoadTimeout: 3 * time.Minute},
+		})
+		if err != nil {
+			t.Fatalf("KAGENT_SANDBOX=%s: %v", c.mode, err)
+		}
+		v, err := sess.Verify(context.Background(), platform.Candidate{ID: "c", Path: cand})
+		sess.Close()
+		if err != nil {
+			t.Fatalf("KAGENT_SANDBOX=%s: %v", c.mode, err)
+		}
+		if v.Passed != c.passed || (!c.passed && (v.Failure != "user_test" || !strings.Contains(v.Reason, "status 3"))) {
+			t.Fatalf("KAGENT_SANDBOX=%s: passed %v (%s: %s), want passed %v (test.py %s the user's file)", c.mode,
+				v.Passed, v.Failure, v.Reason, c.passed, map[bool]string{true: "cannot see", false: "sees"}[c.passed])
 		}
 	}
 }

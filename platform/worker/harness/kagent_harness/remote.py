@@ -531,6 +531,22 @@ class RemoteCandidate:
         self.verified_sums: Optional[Dict[int, Any]] = None
         self.precision_bound: Any = None
 
+    def user_test(self, test_path: str, problem_path: str, timeout_s: float) -> Tuple[bool, str]:
+        """The kernel dir's test.py on this candidate, in a runner of its own
+        (runner.py, ``usertest``): the test imports the candidate, so it runs
+        in the sandbox too. (passed, one-line reason)."""
+        from .failures import one_line
+        from .usertest import _read
+
+        rc = RunnerClient(self.rc.device)
+        try:
+            reply = rc.request("usertest", {"test": _read(test_path), "kernel": self.source,
+                                            "problem": _read(problem_path), "timeout_s": timeout_s},
+                               what="the user test")
+        finally:
+            rc.close()
+        return reply.get("passed") is True, one_line(str(reply.get("reason") or ""))[:2000]
+
     def callable_for(self, shape_set: Any) -> RemoteCallable:
         fn = self._callables.get(shape_set.label)
         if fn is not None:

@@ -19,6 +19,10 @@ Requests (JSON objects with an ``op``), one reply each (``{"ok": ...}`` or
 - ``timed``    one timed call (events or CPU time), optionally its outputs.
 - ``burst``    several calls between two events and one synchronisation.
 - ``ping``     nothing (the judge calibrates its clock checks with it).
+- ``usertest`` run a kernel dir's test.py on the candidate in a process of its
+  own and report how it ended; only as the first request of a runner that has
+  imported no candidate (the candidate runs in the test's process alone, which
+  inherits no descriptor of this link).
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class Runner:
         self.used: set = set()
         self.kept: List[Any] = []
         self.module: Any = None
+        self.served = 0  # requests handled, this one included
         self.entry = ""
         self.path = ""
         self.dtype: Any = None
@@ -486,6 +491,15 @@ class Runner:
         self.device.synchronize()
         return {}
 
+    def op_usertest(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        from .usertest import run_sources
+
+        if self.module is not None or self.served != 1:
+            raise _Failure("bad_request", "the user test runs only in a runner of its own")
+        ok, reason = run_sources(str(req.get("test") or ""), str(req.get("kernel") or ""),
+                                 str(req.get("problem") or ""), float(req.get("timeout_s") or 300.0))
+        return {"passed": ok, "reason": reason}
+
     def serve(self) -> int:
         from .link import LinkClosed
 
@@ -500,6 +514,7 @@ class Runner:
             "ping": self.op_ping,
             "release": self.op_release,
             "sync_back": self.op_sync_back,
+            "usertest": self.op_usertest,
         }
         while True:
             try:
@@ -513,6 +528,7 @@ class Runner:
             try:
                 if handler is None:
                     raise _Failure("bad_request", f"unknown op {op!r}")
+                self.served += 1
                 self.used = set()
                 self._refresh(req.get("dirty") or [])
                 reply: Dict[str, Any] = {"ok": handler(req, fds)}

@@ -1,6 +1,11 @@
 """Running a kernel dir's test.py (KernelAgent form) in a fresh process: the
-candidate is copied as kernel.py next to problem.py and test.py in a temporary
-directory; the test must exit 0 within the timeout."""
+candidate is written as kernel.py next to problem.py and test.py in a temporary
+directory; the test must exit 0 within the timeout.
+
+The test imports the candidate, so with candidates in runners it runs in a
+runner of its own, in the sandbox (``op_usertest`` of runner.py): one forked
+for the test alone, which has imported no candidate, starts the test's process
+and reports how it ended."""
 
 from __future__ import annotations
 
@@ -25,17 +30,32 @@ def run_user_test(
     env: Optional[Dict[str, str]] = None,
 ) -> Tuple[bool, str]:
     """(passed, one-line reason)."""
+    return run_sources(_read(test_path), _read(candidate_path), _read(problem_path), timeout_s,
+                       os.path.dirname(os.path.abspath(problem_path)), env)
+
+
+def run_sources(
+    test: str,
+    kernel: str,
+    problem: str,
+    timeout_s: float,
+    extra_path: str = "",
+    env: Optional[Dict[str, str]] = None,
+) -> Tuple[bool, str]:
+    """The test's, the candidate's and the problem's sources run as test.py,
+    kernel.py and problem.py in a fresh folder; ``extra_path`` (the problem's
+    own directory, where it is visible) serves the problem's sibling imports.
+    (passed, one-line reason)."""
     tmp = tempfile.mkdtemp(prefix="kagent-usertest-")
     try:
-        shutil.copyfile(candidate_path, os.path.join(tmp, "kernel.py"))
-        shutil.copyfile(problem_path, os.path.join(tmp, "problem.py"))
-        shutil.copyfile(test_path, os.path.join(tmp, "test.py"))
+        for name, text in (("kernel.py", kernel), ("problem.py", problem), ("test.py", test)):
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                f.write(text)
         log_path = os.path.join(tmp, "output.log")
         run_env = dict(env if env is not None else os.environ)
         # kernel.py and problem.py resolve to the copies (the script's directory
-        # comes first); the problem's own directory serves its sibling imports.
-        extra = os.path.dirname(os.path.abspath(problem_path))
-        run_env["PYTHONPATH"] = os.pathsep.join(p for p in (tmp, extra, run_env.get("PYTHONPATH", "")) if p)
+        # comes first).
+        run_env["PYTHONPATH"] = os.pathsep.join(p for p in (tmp, extra_path, run_env.get("PYTHONPATH", "")) if p)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "test.py"],
@@ -86,3 +106,8 @@ def _tail(path: str) -> str:
         return ""
     lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
     return " | ".join(lines[-3:]) if lines else "(no output)"
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()

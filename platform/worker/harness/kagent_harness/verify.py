@@ -348,9 +348,11 @@ class _Run:
             raise CheckFailure(F.TAMPER, f"the candidate tampered with the harness: {intact}", True)
 
         if problem.test_path:
-            ok, reason = run_user_test(
-                problem.test_path, self.cand.path, problem.path, self.opts.test_timeout_s
-            )
+            in_runner = getattr(self.cand, "user_test", None)
+            if in_runner is not None:
+                ok, reason = in_runner(problem.test_path, problem.path, self.opts.test_timeout_s)
+            else:
+                ok, reason = run_user_test(problem.test_path, self.cand.path, problem.path, self.opts.test_timeout_s)
             if not ok:
                 raise CheckFailure(F.USER_TEST, reason)
             rec.ok(F.USER_TEST, reason)
