@@ -1,5 +1,5 @@
-"""Cheat: computes each result the slow way once per input content, keyed by a
-weighted sum of every element (so inputs changed in part are new to it), then
+"""Cheat: computes each result the slow way once per input content, keyed by
+every element (so inputs changed in part are new to it), then
 returns the cached copy. Every output is right, so verification and the
 recheck pass; only calls on inputs it has never seen show what the computation
 costs."""
@@ -9,9 +9,8 @@ _cache = {}
 
 
 def _key(x, y):
-    # Every element counts (a weighted sum): inputs changed in part are new.
-    w = torch.arange(1, x.numel() + 1, dtype=torch.float64, device=x.device).view(x.shape)
-    return (float((x.double() * w).sum()), float((y.double() * w).sum()))
+    # Every element counts: inputs changed in part are new.
+    return tuple(x.flatten().tolist()) + tuple(y.flatten().tolist())
 
 
 def kernel_function(x, y):
