@@ -186,6 +186,12 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: s
                 )
         return Comparison(True)
 
+    # Bit for bit the same (no NaN: NaN never equals itself): nothing to
+    # measure, in one pass instead of the statistics' dozen.
+    with torch.no_grad():
+        if torch.equal(out, ref):
+            return Comparison(True, max_abs_err=0.0, rel_l2=0.0)
+
     # Per piece: counts of new NaN, bad Inf and elements beyond tolerance, the
     # squared norms of the difference and of the reference (float64), the
     # piece's largest |difference| and where, and the largest |reference|.
@@ -481,6 +487,10 @@ def device_violations(out: Any, ref: Any, tol_fn: ToleranceFn) -> Union[int, tor
         diff_sq: Any = 0
         ref_sq: Any = 0
         with torch.no_grad():
+            # On the CPU (where reading a result back costs no synchronisation)
+            # an output equal bit for bit needs no statistics.
+            if out.device.type == "cpu" and torch.equal(out, ref):
+                return 0
             for _, o, r in _chunks(out, ref):
                 close = torch.isclose(o, r, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
                 total = total + (o.numel() - close.sum())
