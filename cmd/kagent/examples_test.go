@@ -95,10 +95,25 @@ func TestEvalExampleOnCPU(t *testing.T) {
 
 // TestTuneExampleOnCPU: --strategy tune (no LLM) finds a faster launch
 // configuration of the matvec example's Triton kernel on the cpu platform.
+// The tune strategy's settings with 4 knob variants instead of 8 (each
+// variant costs seconds under the interpreter; the first four include one
+// twice as fast as the input).
 func TestTuneExampleOnCPU(t *testing.T) {
 	dir := tritonKernelDir(t, "matvec")
 	out := filepath.Join(t.TempDir(), "run")
-	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--strategy", "tune", "--max-rounds", "1", "--out", out)
+	tune, err := os.ReadFile(filepath.Join(repoRoot(t), "configs", "strategies", "tune.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(tune), "strategy_config:\n", "strategy_config:\n  max_variants: 4\n", 1)
+	if cfg == string(tune) {
+		t.Fatal("configs/strategies/tune.yaml has no strategy_config block")
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tune4.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--config", cfgPath, "--max-rounds", "1", "--out", out)
 	if r.code != ExitOK {
 		t.Fatalf("tune: exit %d, want %d\n%s\n%s", r.code, ExitOK, r.stdout, r.stderr)
 	}
