@@ -378,7 +378,10 @@ def main() -> int:
     from .worker import prepare
 
     try:
-        kind = prepare(os.environ.get("KAGENT_DEVICE", "").strip())
+        # A runners' server (--fd in the sandbox, or a judge's own): runners
+        # need no torch._dynamo.
+        runners = control is not None or os.environ.get("KAGENT_FORKSERVER_ROLE") == "runners"
+        kind = prepare(os.environ.get("KAGENT_DEVICE", "").strip(), dynamo=not runners)
     except BaseException:  # noqa: BLE001
         _log(f"start-up failed:\n{traceback.format_exc()}")
         return 70

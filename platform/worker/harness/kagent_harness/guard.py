@@ -63,10 +63,39 @@ def _module_attr(module: str, path: str) -> _Getter:
     return get
 
 
-class Guard:
-    """Snapshot of identities; ``check()`` returns the first difference."""
+def _seed_function() -> Any:
+    """torch.manual_seed as first bound: the import of torch._dynamo wraps it
+    (``torch._disable_dynamo``, which keeps the function in ``__wrapped__``)."""
+    f = torch.manual_seed
+    return getattr(f, "__wrapped__", f) if "torch._dynamo" in sys.modules else f
 
-    def __init__(self) -> None:
+
+def _lazy_submodule(name: str) -> bool:
+    """Whether torch.NAME is a submodule not imported yet (torch imports it
+    when the attribute is first read)."""
+    import importlib.util
+
+    full = f"torch.{name}"
+    if full in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(full) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class Guard:
+    """Snapshot of identities; ``check()`` returns the first difference.
+
+    ``dynamo=False`` (a runner's guard, whose process never times a baseline)
+    leaves torch._dynamo unimported, which saves its import (seconds of CPU)
+    in every runner server; torch.manual_seed is then watched through the
+    wrapper that import puts around it, so a later lazy import of torch._dynamo
+    is not a change (nor is any wrapper that keeps the original function in
+    ``__wrapped__``: in a runner, which holds no seed the judge relies on,
+    that costs nothing)."""
+
+    def __init__(self, dynamo: bool = True) -> None:
         # Triton's watched submodules must be imported before the baseline, or
         # their lazy import later would look like a replacement.
         if triton_module() is not None:
@@ -74,7 +103,9 @@ class Guard:
         # torch._dynamo rebinds torch.manual_seed when it is first imported, and
         # torch imports it lazily (torch.compile, FLOP counting, some Triton
         # paths): import it now so that the baseline holds the rebound one.
-        _import_optional("torch._dynamo")
+        self._dynamo = dynamo
+        if dynamo:
+            _import_optional("torch._dynamo")
         _install_start_hook()
         self._threads: Dict[int, threading.Thread] = {}
         self._getters: List[Tuple[str, _Getter, bool]] = []  # (label, getter, by_value)
@@ -87,6 +118,12 @@ class Guard:
     def _register(self) -> None:
         add = self._add
         for name in sorted(set(_TORCH_FUNCS) | set(_harness_torch_names())):
+            if not self._dynamo:
+                if name == "manual_seed":
+                    add("torch.manual_seed", _seed_function)
+                    continue
+                if _lazy_submodule(name):
+                    continue  # reading it would import it (torch._dynamo itself, say)
             add(f"torch.{name}", _attr(torch, name))
         dunders = {n for cls in torch.Tensor.__mro__[:-1] for n in vars(cls) if n.startswith("__") and n.endswith("__")}
         for name in sorted(set(_TENSOR_METHODS) | dunders - {"__dict__", "__weakref__", "__doc__", "__module__"}):

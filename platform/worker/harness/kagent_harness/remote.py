@@ -70,6 +70,7 @@ def _server_address(kind: str) -> Tuple[str, int]:
     env = dict(os.environ)
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["KAGENT_DEVICE"] = kind
+    env["KAGENT_FORKSERVER_ROLE"] = "runners"  # forks runners only (forkserver.py)
 
     def child_setup() -> None:
         try:

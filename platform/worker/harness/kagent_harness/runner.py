@@ -83,7 +83,7 @@ class Runner:
         self.dtype: Any = None
         self.callables: Dict[str, Callable[..., Any]] = {}
         self.flush: Any = None
-        self.guard = Guard()
+        self.guard = Guard(dynamo=False)
 
     # -- helpers --
 

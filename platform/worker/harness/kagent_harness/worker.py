@@ -275,10 +275,12 @@ def _setup_environment(kind: str) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
 
 
-def prepare(kind: str) -> str:
+def prepare(kind: str, dynamo: bool = True) -> str:
     """Import torch, triton and every harness module; returns the device kind
     ("" picks cuda when available). Initialises no device: a fork server runs
-    this once and forks workers after it."""
+    this once and forks workers after it. ``dynamo=False`` (the runners'
+    server: runners never run torch.compile, their guard does not need it)
+    leaves torch._dynamo out."""
     if not kind:
         # NVML answers without initialising CUDA in this process; CUDA
         # initialised before a fork fails in every child.
@@ -306,10 +308,11 @@ def prepare(kind: str) -> str:
     # FlopCounterMode (torch >= 2.1) too, before the guard's baseline; and
     # torch._dynamo, which the guard imports (seconds of CPU): a fork server
     # pays it once, not every worker and runner it forks.
-    flops.counter_module()
-    from .guard import _import_optional
+    if dynamo:
+        flops.counter_module()
+        from .guard import _import_optional
 
-    _import_optional("torch._dynamo")
+        _import_optional("torch._dynamo")
     return kind
 
 

@@ -177,6 +177,37 @@ class GuardTest(unittest.TestCase):
         self.assertIsNone(self.guard.check())
 
 
+class RunnerGuardTest(unittest.TestCase):
+    """A runner's guard (dynamo=False) in a process that has not imported
+    torch._dynamo: its later import (which wraps torch.manual_seed) is no
+    change; replacing torch.manual_seed still is."""
+
+    SCRIPT = """
+import sys
+import torch
+from kagent_harness.guard import Guard
+assert "torch._dynamo" not in sys.modules, "torch._dynamo was imported before the guard"
+g = Guard(dynamo=False)
+assert "torch._dynamo" not in sys.modules, "the runner's guard imported torch._dynamo"
+import torch._dynamo
+assert torch.manual_seed.__wrapped__ is torch.random.manual_seed
+assert g.check() is None, g.check()
+torch.manual_seed = lambda seed: None
+print(g.check())
+"""
+
+    def test_lazy_dynamo_import_is_not_a_change(self) -> None:
+        import os
+        import subprocess
+        import sys
+
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=here)
+        r = subprocess.run([sys.executable, "-c", self.SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertIn("torch.manual_seed was replaced", r.stdout)
+
+
 class PoisonTest(unittest.TestCase):
     def test_empty_family_is_nan_inside_only(self) -> None:
         originals = (torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty)
