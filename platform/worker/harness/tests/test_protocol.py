@@ -91,7 +91,7 @@ class WorkerProtocolTest(unittest.TestCase):
         for name in ("static", "import", "entry", "tamper", "correctness", "unwritten_output", "input_mutation",
                      "determinism", "triton_launch", "extra_shapes", "caching", "user_test"):
             self.assertIn(name, names)
-        self.assertEqual(r["failure"], "")
+        self.assertEqual(r["failure"], "", r.get("reason"))
         self.assertEqual(r["tf32"], "forbid")
         self.assertEqual(len(r["source_sha256"]), 64)
         v = self.client.request("verify", problem_id=self.pid, candidate_path=_cand("wrong_values"), require_triton=False)
@@ -126,7 +126,7 @@ class WorkerProtocolTest(unittest.TestCase):
         self.assertTrue(5 <= r["n"] <= 50)
         self.assertEqual(len(r["times_ms"]), r["n"])
         self.assertTrue(r["recheck"]["passed"])
-        self.assertEqual(r["failure"], "")
+        self.assertEqual(r["failure"], "", r.get("reason"))
         self.assertIsNone(r["host_check"])  # cpu: no device events
         e = self.client.request("bench", problem_id=self.pid, target="eager", warmup_ms=2, rep_ms=10)
         self.assertTrue(e["ok"], e)
