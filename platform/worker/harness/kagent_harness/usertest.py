@@ -73,8 +73,9 @@ def run_sources(
                 _kill_group(proc)
                 return False, f"test.py did not finish within {timeout_s:g} s"
             finally:
-                if proc.poll() is None:
-                    _kill_group(proc)
+                # The test's session ends with it: nothing it started (the
+                # candidate's children included) is left behind.
+                _kill_group(proc)
         if code == 0:
             return True, "test.py exited 0"
         tail = _tail(log_path)

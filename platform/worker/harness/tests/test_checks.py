@@ -7,6 +7,7 @@ worker; these tests pin the details: reasons, options, ordering.
 from __future__ import annotations
 
 import os
+import time
 import unittest
 import unittest.mock
 
@@ -294,6 +295,29 @@ class ChecksTest(TempFilesCase):
                     self.assertTrue(result["passed"], result)
                 else:
                     self.assertFails(result, "user_test", "status 3")
+
+    def test_user_test_leaves_nothing_running(self) -> None:
+        from kagent_harness.usertest import run_sources
+
+        pid_file = os.path.join(self.dir, "child.pid")
+        test = ("import subprocess, sys\n"
+                "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+                f"open({pid_file!r}, 'w').write(str(p.pid))\n")
+        ok, reason = run_sources(test, "", "", 60.0)
+        self.assertTrue(ok, reason)
+        with open(pid_file, encoding="ascii") as f:
+            pid = int(f.read())
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            # A zombie is gone for good; only a live process counts.
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+            time.sleep(0.05)
+        self.fail("a process the user test started outlived it")
 
     def test_user_test_timeout(self) -> None:
         test = self.write("import time\ntime.sleep(60)\n", "slow_test.py")
