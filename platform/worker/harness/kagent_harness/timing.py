@@ -534,19 +534,16 @@ class _Timer:
 
 
 def unseen_verdict(out: Any, ref: Any, tol: ToleranceFn, bound: Any) -> str:
-    """An unseen draw's output against its reference: the element tolerance,
-    then the precision check's bound (precision.Bound, None: none). A failure's
-    reason or ""."""
-    with torch.no_grad():
-        bad = int(device_violations(out, ref, tol))
-    if bad:
-        return (f"{bad} output element(s) differ from the reference beyond the tolerance, although the verified "
-                f"draws matched (a result tied to inputs seen before, or a kernel at the edge of the tolerance): "
+    """An unseen draw's output against its reference (one comparison): the
+    tolerances, then the precision check's bound (precision.Bound, None:
+    none). A failure's reason or ""."""
+    cmp = compare_outputs(out, ref, tol)
+    if not cmp.ok:
+        return (f"results differ from the reference beyond the tolerance, although the verified draws matched "
+                f"({cmp.reason}): a result tied to inputs seen before, or a kernel at the edge of the tolerance; "
                 f"compute every result from the call's own inputs, accurately enough for the tolerance")
-    if bound is not None:
-        rel = compare_outputs(out, ref, tol).rel_l2
-        if bound.violated(rel):
-            return F.PRECISION + ": " + bound.reason("a new draw", rel)
+    if bound is not None and bound.violated(cmp.rel_l2):
+        return F.PRECISION + ": " + bound.reason("a new draw", cmp.rel_l2)
     return ""
 
 

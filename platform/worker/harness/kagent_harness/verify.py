@@ -198,9 +198,9 @@ class _Run:
 
     def check_draw(
         self, fn: Any, draw: Draw, label: str, fail_as: Optional[str] = None, others: Sequence[Draw] = ()
-    ) -> Tuple[List[Any], Any]:
+    ) -> Tuple[List[Any], Any, float]:
         """One call on a copy of the draw's inputs; the output and input checks.
-        Returns (the copy, the output)."""
+        Returns (the copy, the output, its rel L2 error against the reference)."""
         work = clone_all(draw.inputs)
         try:
             out = self.call(fn, work, draw.ref, f"{label}: the call")
@@ -209,7 +209,6 @@ class _Run:
                 raise CheckFailure(fail_as, f.reason) from None
             raise
         cmp = compare_outputs(out, draw.ref, self.tol)
-        self.last_rel = cmp.rel_l2
         if not cmp.ok:
             stale = self.stale_failure(label, out, draw, others)
             if stale is not None:
@@ -225,7 +224,7 @@ class _Run:
                 f"{label}: the call modified {changed} in place; inputs must stay unchanged (write results "
                 f"to new tensors, or set allow_inplace in kagent.yaml if in-place is the intent)",
             )
-        return work, out
+        return work, out, cmp.rel_l2
 
     def run(self) -> None:
         problem, rec = self.problem, self.rec
@@ -236,8 +235,7 @@ class _Run:
         rels: Dict[int, float] = {}  # each draw's error against the fp32 reference (rel L2)
         first_work: List[Any] = []
         for draw in draws:
-            work, out = self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}", others=draws)
-            rels[draw.index] = self.last_rel
+            work, out, rels[draw.index] = self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}", others=draws)
             if not first_work:
                 first_work = work  # the caching check refills these very buffers
             outs.append(out)
