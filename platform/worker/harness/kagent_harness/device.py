@@ -29,6 +29,11 @@ _cuda_sync: Optional[Callable[..., None]] = torch.cuda.synchronize if _HAS_CUDA_
 _Event: Any = torch.cuda.Event if _HAS_CUDA_API else None
 _ev_record: Any = torch.cuda.Event.record if _HAS_CUDA_API else None
 _ev_elapsed: Any = torch.cuda.Event.elapsed_time if _HAS_CUDA_API else None
+# A kernel that keeps the device busy for a number of clock cycles (CUDA and
+# ROCm builds of torch): timing enqueues it ahead of a call's start event.
+_cuda_sleep: Optional[Callable[[int], None]] = getattr(torch.cuda, "_sleep", None) if _HAS_CUDA_API else None
+# Cycles of the calibration spin (about 1 ms on a 2 GHz clock).
+SPIN_CALIBRATION_CYCLES = 2_000_000
 
 _XPU: Any = getattr(torch, "xpu", None)
 _xpu_sync: Optional[Callable[..., None]] = getattr(_XPU, "synchronize", None)
@@ -57,6 +62,7 @@ class Device:
             # One intra-op thread: no thread spins waiting for a preempted
             # sibling, so process_time counts the call's work once.
             torch.set_num_threads(1)
+        self._spin_rate = 0.0  # device cycles per millisecond, measured on first use
 
     @property
     def is_cuda(self) -> bool:
@@ -124,16 +130,23 @@ class Device:
 
     def free_memory(self) -> int:
         """Bytes that could still be allocated (free on the device plus the
-        allocator's cached free blocks)."""
+        allocator's cached free blocks), within KAGENT_MEMORY_LIMIT when set
+        (on a GPU this process's allocations count against the limit)."""
+        from .memplan import memory_limit
+
+        limit = memory_limit()
         if self.is_gpu:
             api = self._api()
-            cached = api.memory_reserved(self.torch_device) - api.memory_allocated(self.torch_device)
+            allocated = api.memory_allocated(self.torch_device)
+            cached = api.memory_reserved(self.torch_device) - allocated
             if hasattr(api, "mem_get_info"):
                 free, _total = api.mem_get_info(self.torch_device)
             else:
                 free = int(self.info()["total_memory"]) - api.memory_reserved(self.torch_device)
-            return int(free + max(cached, 0))
-        return _meminfo("MemAvailable")
+            free = int(free + max(cached, 0))
+            return min(free, max(0, limit - allocated)) if limit is not None else free
+        free = _meminfo("MemAvailable")
+        return min(free, limit) if limit is not None else free
 
     def empty_cache(self) -> None:
         if self.is_gpu:
@@ -151,6 +164,35 @@ class Device:
         return None
 
     # Timers -----------------------------------------------------------------
+
+    @property
+    def can_spin(self) -> bool:
+        """Whether spin() can keep this device busy (CUDA/ROCm with torch.cuda._sleep)."""
+        return self.is_cuda and _cuda_sleep is not None
+
+    def spin_cycles_per_ms(self) -> float:
+        """The spin kernel's clock rate, measured once with events (the
+        largest of three, so a slow first launch does not lower it)."""
+        if self._spin_rate <= 0 and self.can_spin:
+            rates = []
+            for _ in range(3):
+                a, b = self.event(), self.event()
+                self.record(a)
+                _cuda_sleep(SPIN_CALIBRATION_CYCLES)  # type: ignore[misc]
+                self.record(b)
+                self.synchronize()
+                ms = self.elapsed_ms(a, b)
+                if ms > 0:
+                    rates.append(SPIN_CALIBRATION_CYCLES / ms)
+            self._spin_rate = max(rates) if rates else 1e6
+        return self._spin_rate
+
+    def spin(self, ms: float) -> None:
+        """Enqueue about ``ms`` milliseconds of device work that does nothing:
+        what the host enqueues after it runs once the spin ends, so its own
+        launch time is not in a span that starts after the spin."""
+        if ms > 0 and self.can_spin:
+            _cuda_sleep(max(1, int(ms * self.spin_cycles_per_ms())))  # type: ignore[misc]
 
     def event(self) -> Any:
         """A timing event (cuda, xpu) or a host timestamp holder (cpu)."""

@@ -12,9 +12,13 @@ clocks the runner cannot set:
 - host check (GPU): a burst of back-to-back calls between two events and one
   synchronisation, whose event time the judge bounds by its own wall clock
   around the request (less the round trip it measured with empty requests);
-- consistency (GPU): the claimed per-call median may not be far below the
-  burst's time per call (``FORGE_FACTOR * median + FORGE_SLACK_MS``): calls
-  with a flushed L2 are never much faster than calls with a warm one.
+- consistency (GPU): the claimed per-call median (device time: a spin ahead
+  of each call hides the host's launch time) may not be far below the device
+  time per call of a burst timed the same way, back to back behind one spin
+  (``FORGE_FACTOR * median + FORGE_SLACK_MS``): calls with a flushed L2 are
+  never much faster than calls with a warm one. That burst's reported time is
+  bounded by the judge's wall clock: its wall time less that of an empty burst
+  behind the same spin is the calls' own time.
 
 A disagreement fails the candidate as ``timing_forged``. Outputs of rechecked
 and unseen-input calls are copied into the judge's buffers and compared by
@@ -49,6 +53,10 @@ FORGE_SLACK_MS = 0.05
 EMPTY_BURSTS = 3
 # The host check's allowance per call of a burst, on top of timing.py's bound.
 HOST_CALL_SLACK_MS = 0.02
+# The device-time burst: a spin of this many times the host's enqueue time of
+# its calls (at least 1 ms, at most DEVICE_BURST_SPIN_MAX_MS) ahead of them.
+DEVICE_BURST_SPIN_FACTOR = 3.0
+DEVICE_BURST_SPIN_MAX_MS = 200.0
 _rng = random.SystemRandom()
 
 
@@ -104,6 +112,11 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             }, what=f"{self.target.label}: the call")
             self.estimate_ms = max(1e-4, float(reply.get("estimate_ms") or 1e-4))
             self.warmup_calls = int(reply.get("warmup_calls") or 0)
+            # The runner's host time per call sizes the spin ahead of its
+            # timed calls (a claim: a smaller one only makes its calls late).
+            from .timing import spin_for
+
+            self.spin_ms = spin_for(self.dev, _number(reply.get("host_ms") or 0.0))
             self._guard()
 
         def timed_call(self, i: int, recheck: bool) -> tuple:
@@ -118,11 +131,12 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 self.cpu0 = runner_cpu_seconds(self.rc.pid)
             t0 = wall()
             reply = self.rc.request("timed", {"label": self.label, "args": self.set_args[j], "flush": True,
-                                              "out": specs, "sync_back": bool(recheck and self.problem.allow_inplace)},
+                                              "out": specs, "spin_ms": self.spin_ms,
+                                              "sync_back": bool(recheck and self.problem.allow_inplace)},
                                     what=f"{self.target.label}: a timed call")
             self.walls.append((wall() - t0) * 1e3)
             ms = _number(reply.get("ms"))
-            self.host_times.append(_number(reply.get("host_ms")))
+            self.note_host(_number(reply.get("host_ms")))
             if recheck:
                 out = self.rc.outputs(reply.get("out"), specs)
                 if out is None and self.problem.allow_inplace:
@@ -185,17 +199,53 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             limit = HOST_FACTOR * event_ms + HOST_SLACK_MS + HOST_CALL_SLACK_MS * calls
             out = {"event_ms": event_ms, "host_ms": host_ms, "limit_ms": limit, "calls": calls,
                    "overhead_ms": overhead, "passed": host_ms <= limit, "clock": "judge"}
-            per_call = event_ms / calls
-            if not self.forged and FORGE_FACTOR * median + FORGE_SLACK_MS < per_call:
-                self.forged = (
-                    f"the timed calls reported a median of {median:.4g} ms, but {calls} calls back to back took "
-                    f"{per_call:.4g} ms each: the times the candidate's process reports are not the time its "
-                    f"calls take")
             if not self.forged and event_ms > host_ms + overhead + 0.05:
                 self.forged = (
                     f"the candidate's process reported {event_ms:.4g} ms of device time for calls that took "
                     f"{host_ms:.4g} ms by the judge's clock")
+            if not self.forged:
+                self.forged = self._device_burst(calls, median)
             return out
+
+        def _device_burst(self, calls: int, median: float) -> str:
+            """The timed calls' medians are device time (a spin ahead of each
+            call hides the host's launch time), so they are held to a burst
+            timed the same way: the calls back to back after one spin that
+            outlasts their enqueue. Its device time may not be far above the
+            median (FORGE_FACTOR), and the judge's clock bounds it from
+            below: the burst's wall time less that of an empty burst behind
+            the same spin is the calls' own time (device or host, whichever
+            is longer), which may not exceed the reported device time by
+            more than the host check allows. "" or the reason."""
+            if not self.dev.can_spin:
+                return ""
+            host = max(sorted(self.host_times)[len(self.host_times) // 2] if self.host_times else 0.0, 0.001)
+            # As many calls as one spin can cover the enqueue of.
+            calls = max(3, min(calls, int((DEVICE_BURST_SPIN_MAX_MS - 0.5) / (DEVICE_BURST_SPIN_FACTOR * host))))
+            spin = min(DEVICE_BURST_SPIN_MAX_MS, max(1.0, DEVICE_BURST_SPIN_FACTOR * host * calls + 0.5))
+            payload = {"label": self.label, "sets": self.set_args, "spin_ms": spin}
+            walls = []
+            event_ms = 0.0
+            for n in (0, calls, 0):
+                t0 = wall()
+                reply = self.rc.request("burst", dict(payload, calls=n), what=f"{self.target.label}: the call")
+                walls.append((wall() - t0) * 1e3)
+                if n:
+                    event_ms = _number(reply.get("event_ms"))
+            own = walls[1] - min(walls[0], walls[2])
+            per_call = event_ms / calls
+            from .timing import HOST_FACTOR, HOST_SLACK_MS
+
+            if FORGE_FACTOR * median + FORGE_SLACK_MS < per_call:
+                return (f"the timed calls reported a median of {median:.4g} ms, but {calls} calls back to back took "
+                        f"{per_call:.4g} ms each: the times the candidate's process reports are not the time its "
+                        f"calls take")
+            limit = HOST_FACTOR * event_ms + HOST_SLACK_MS + HOST_CALL_SLACK_MS * calls
+            if own > limit:
+                return (f"{calls} calls behind a spin took {own:.4g} ms by the judge's clock beyond the spin, but the "
+                        f"candidate's process reported {event_ms:.4g} ms of device time for them (limit {limit:.4g} ms): "
+                        f"the times it reports are not the time its calls take")
+            return ""
 
         def _unseen_call(self, times: List[float]) -> str:
             from .timing import UNSEEN_SPIN_CYCLES, _Skip, unseen_verdict

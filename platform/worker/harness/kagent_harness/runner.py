@@ -187,12 +187,18 @@ class Runner:
             raise _Failure("tamper", f"{when} tampered with the runner's harness: {changed}")
 
     def _classified(self, exc: BaseException, what: str) -> _Failure:
-        from .failures import CUDA_ERROR, EXCEPTION, classify, describe
+        from .failures import CUDA_ERROR, EXCEPTION, OOM, classify, describe
 
         kind, _fatal = classify(exc)
         if self.device.is_gpu and kind == EXCEPTION and self.device.health_check():
             kind = CUDA_ERROR
-        return _Failure(kind, f"{what} raised {describe(exc)}")
+        message = f"{what} raised {describe(exc)}"
+        if kind == OOM and self.device.is_gpu:
+            # What the candidate's process held at its peak (its runner goes
+            # with the failure; the judge and the run go on).
+            peak = self.device._api().max_memory_reserved(self.device.torch_device)
+            message = f"{message} (the candidate's process reserved {peak / 2**30:.1f} GiB of device memory at its peak)"
+        return _Failure(kind, message)
 
     def _describe_out(self, out: Any, dests: List[Any], counter: List[int]) -> Dict[str, Any]:
         torch = self.torch
@@ -234,7 +240,7 @@ class Runner:
         from .shm import open_slot
 
         for desc in req.get("slots") or []:
-            self.slots[int(desc["id"])] = open_slot(desc, fds)
+            self.slots[int(desc["id"])] = open_slot(desc, fds, lock=self.device.is_cuda)
         for sid in req.get("drop") or []:
             self.slots.pop(int(sid), None)
             for key in [k for k in self.views if k[0] == int(sid)]:
@@ -382,6 +388,8 @@ class Runner:
             self.flush.zero_()
 
     def op_prepare(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        from .device import perf_counter
+
         torch, dev = self.torch, self.device
         fn = self._fn(str(req["label"]))
         sets = [self._args(s) for s in req.get("sets") or []]
@@ -398,12 +406,15 @@ class Runner:
                 fn(*sets[0])
                 dev.synchronize()
                 marks = []
+                hosts = []
                 for i in range(estimate_calls):
                     self._flush()
                     a, b = dev.event(), dev.event()
+                    t0 = perf_counter()
                     dev.record(a)
                     fn(*sets[i % len(sets)])
                     dev.record(b)
+                    hosts.append((perf_counter() - t0) * 1e3)
                     marks.append((a, b))
                 dev.synchronize()
                 estimate = max(1e-4, sum(dev.elapsed_ms(a, b) for a, b in marks) / len(marks))
@@ -416,7 +427,7 @@ class Runner:
         except BaseException as exc:  # noqa: BLE001
             raise self._classified(exc, "the call") from None
         self._check_guard("the warm-up")
-        return {"estimate_ms": estimate, "warmup_calls": warm}
+        return {"estimate_ms": estimate, "warmup_calls": warm, "host_ms": sorted(hosts)[len(hosts) // 2]}
 
     def op_timed(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         import torch
@@ -429,13 +440,16 @@ class Runner:
         dests = [self._tensor(d, mirror=False) if d else None for d in req.get("out") or []]
         self._trim()
         spin = int(req.get("spin") or 0)
+        spin_ms = float(req.get("spin_ms") or 0.0)
         try:
             with torch.no_grad():
                 dev.synchronize()
                 if req.get("flush"):
                     self._flush()
-                if spin and dev.is_cuda and hasattr(torch.cuda, "_sleep"):
+                if spin and dev.can_spin:
                     torch.cuda._sleep(spin)
+                if spin_ms > 0:
+                    dev.spin(spin_ms)
                 a, b = dev.event(), dev.event()
                 t0 = perf_counter()
                 dev.record(a)
@@ -470,9 +484,12 @@ class Runner:
         # the guard's check), which the judge subtracts from its clock.
         self._trim()
         calls = max(0, int(req.get("calls", 1) or 0))
+        spin_ms = float(req.get("spin_ms") or 0.0)
         try:
             with torch.no_grad():
                 dev.synchronize()
+                if spin_ms > 0:
+                    dev.spin(spin_ms)
                 a, b = dev.event(), dev.event()
                 dev.record(a)
                 for j in range(calls):

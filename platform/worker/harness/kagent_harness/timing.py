@@ -28,9 +28,21 @@ modified its inputs at load time. Afterwards:
   the timed calls faster than a call on inputs nobody has seen. It is skipped,
   with the reason, when the device lacks the memory for one more draw.
 
+Device-side timing (CUDA, ROCm): a spin kernel (``Device.spin``) is enqueued
+after the flush and before each timed call's start event, lasting longer than
+the host takes to enqueue the call (``SPIN_FACTOR`` times the host time
+measured while estimating, at least ``SPIN_MIN_MS``). The host enqueues the
+start event, the call's launches and the end event while the device spins, so
+the span between the events holds the call's device work and not the host's
+launch overhead (Python, guards, the launch path), however slow the host is.
+A call whose enqueue took longer than its spin is counted as ``late_calls``
+(the device may have waited for the host inside its span) and lengthens the
+spin of the calls after it. Without a spin kernel (xpu, a torch without
+``torch.cuda._sleep``) the flush alone is ahead of the start event, and a call
+whose host time is not well below its device time is host-bound.
+
 The host time of each timed call (start event to end event, no synchronize)
-is reported as ``host_median_ms``: where it is not well below the device time,
-the device may wait for the host inside the measured span.
+is reported as ``host_median_ms``.
 
 On CPU the clock is the worker's CPU time (time.process_time, torch on one
 thread): the machine's load does not move it. CPU timings are labelled not
@@ -62,6 +74,10 @@ HOST_BATCH_MS = 10.0
 MAX_SETS = 4
 SET_MEMORY_FRACTION = 0.25
 RECHECK_SAMPLES = 32
+# Large outputs: the random sample covers about RECHECK_BYTES of outputs, at
+# least RECHECK_MIN calls (plus the last call of each input set).
+RECHECK_BYTES = 4 << 30
+RECHECK_MIN = 4
 ESTIMATE_CALLS = 5
 UNSEEN_DRAWS = 3
 UNSEEN_FACTOR = 3.0
@@ -74,6 +90,12 @@ UNSEEN_SPIN_CYCLES = 1_000_000
 # twice its outputs (the candidate's and the reference's).
 UNSEEN_MEMORY_FACTOR = 1.5
 DEFAULT_FLUSH_BYTES = 256 << 20
+# The spin ahead of each timed call: SPIN_FACTOR times the host's enqueue time
+# of one call, between SPIN_MIN_MS and SPIN_MAX_MS; a late call raises it to
+# SPIN_FACTOR times that call's host time.
+SPIN_FACTOR = 2.0
+SPIN_MIN_MS = 0.02
+SPIN_MAX_MS = 20.0
 _rng = random.SystemRandom()
 
 
@@ -304,6 +326,12 @@ class _Timer:
         # whose calls must not overlap this process's on the device).
         self.sync_each = False
         self.forged = ""
+        # Device-side timing: the spin ahead of each timed call (0: none) and
+        # the calls enqueued later than their spin ended.
+        self.spin_ms = 0.0
+        self.late_calls = 0
+        # Wall seconds of this timing's phases (PROTOCOL.md, bench: phases).
+        self.phases: Dict[str, float] = {}
 
     def _fail(self, exc: BaseException, what: str) -> CheckFailure:
         kind, fatal = classify(exc)
@@ -328,6 +356,7 @@ class _Timer:
                 self._call(self.sets[0].inputs)
                 dev.synchronize()
                 marks = []
+                hosts = []
                 for i in range(ESTIMATE_CALLS):
                     s = self.sets[i % len(self.sets)]
                     if self.restore:
@@ -335,12 +364,15 @@ class _Timer:
                     if self.flush is not None:
                         self.flush.zero_()
                     a, b = dev.event(), dev.event()
+                    t0 = perf_counter()
                     dev.record(a)
                     self._call(s.inputs)
                     dev.record(b)
+                    hosts.append((perf_counter() - t0) * 1e3)
                     marks.append((a, b))
                 dev.synchronize()
                 self.estimate_ms = max(1e-4, sum(dev.elapsed_ms(a, b) for a, b in marks) / len(marks))
+                self.spin_ms = spin_for(dev, sorted(hosts)[len(hosts) // 2])
                 self.warmup_calls = max(1, min(100000, int(math.ceil(self.params.warmup_ms / self.estimate_ms))))
                 for i in range(self.warmup_calls):
                     self._call(self.sets[i % len(self.sets)].inputs)
@@ -359,12 +391,13 @@ class _Timer:
             s.restore()
         if self.flush is not None:
             self.flush.zero_()
+        dev.spin(self.spin_ms)
         a, b = dev.event(), dev.event()
         t0 = perf_counter()
         dev.record(a)
         out = self._call(s.inputs)
         dev.record(b)
-        self.host_times.append((perf_counter() - t0) * 1e3)
+        self.note_host((perf_counter() - t0) * 1e3)
         if self.sync_each:
             dev.synchronize()
         if recheck:
@@ -374,6 +407,14 @@ class _Timer:
             self.note_bits(s, out)
             self.checked += 1
         return a, b
+
+    def note_host(self, host_ms: float) -> None:
+        """A timed call's host enqueue time: late when it outlasted the spin
+        ahead of it (the spin of later calls grows)."""
+        self.host_times.append(host_ms)
+        if self.spin_ms > 0 and host_ms > self.spin_ms:
+            self.late_calls += 1
+            self.spin_ms = min(SPIN_MAX_MS, max(self.spin_ms, SPIN_FACTOR * host_ms))
 
     def finish(self, marks: List[tuple]) -> None:
         self.dev.synchronize()
@@ -529,7 +570,13 @@ class _Timer:
         warm = f"{self.warmup_calls} warm-up calls (~{self.params.warmup_ms:g} ms)"
         if self.dev.is_gpu:
             flush = self.flush.numel() * 4 / (1 << 20) if self.flush is not None else 0
-            return f"{self.dev.type} events around each call, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
+            if self.spin_ms > 0:
+                ahead = (f"device-side: a spin of {self.spin_ms * 1e3:.0f} us ahead of each call's start event "
+                         f"(host launch time outside the span; {self.late_calls} of {len(self.host_times)} calls "
+                         f"enqueued after their spin ended)")
+            else:
+                ahead = "no spin ahead of the start event (host launch time may be inside the span)"
+            return f"{self.dev.type} events around each call, {ahead}, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
         return f"process CPU time (time.process_time) around each call, torch on one thread (cpu: not representative), {sets}, {warm}"
 
 
@@ -552,13 +599,46 @@ class _Skip(Exception):
 
 
 def _spin_available(dev: Device) -> bool:
-    return dev.is_cuda and hasattr(torch.cuda, "_sleep")
+    return dev.can_spin
 
 
-def _recheck_indices(n: int, k: int) -> Set[int]:
-    if n <= RECHECK_SAMPLES:
+def spin_for(dev: Device, host_ms: float) -> float:
+    """The spin ahead of each timed call for a call the host enqueues in
+    ``host_ms`` (0 where the device cannot spin)."""
+    if not dev.can_spin:
+        return 0.0
+    return min(SPIN_MAX_MS, max(SPIN_MIN_MS, SPIN_FACTOR * host_ms))
+
+
+def clock_of(timer: "_Timer") -> str:
+    """What timed the numbers, in one word: ``device`` (events after a spin:
+    the host's launch time is not in them), ``events`` (events without a
+    spin) or ``cpu`` (the process's CPU time)."""
+    if not timer.dev.is_gpu:
+        return "cpu"
+    return "device" if timer.spin_ms > 0 else "events"
+
+
+def _output_bytes(problem: Problem) -> int:
+    return nbytes(problem.draws[0].ref)
+
+
+def recheck_samples(out_bytes: int) -> int:
+    """How many timed calls are rechecked at random: RECHECK_SAMPLES, fewer
+    for large outputs (each rechecked output is compared with the reference,
+    and a candidate's crosses to the judge), but at least RECHECK_MIN."""
+    if out_bytes <= 0:
+        return RECHECK_SAMPLES
+    return max(RECHECK_MIN, min(RECHECK_SAMPLES, RECHECK_BYTES // out_bytes))
+
+
+def _recheck_indices(n: int, k: int, out_bytes: int = 0) -> Set[int]:
+    """The timed calls whose outputs are rechecked: a random sample (see
+    recheck_samples) plus the last call of each input set."""
+    samples = recheck_samples(out_bytes)
+    if n <= samples:
         return set(range(n))
-    chosen = set(_rng.sample(range(n), RECHECK_SAMPLES))
+    chosen = set(_rng.sample(range(n), samples))
     for j in range(k):
         last = n - 1 - ((n - 1 - j) % k)
         chosen.add(last)
@@ -576,6 +656,9 @@ def _report(timer: _Timer) -> Dict[str, Any]:
             "warmup_calls": timer.warmup_calls,
             "sets": len(timer.sets),
             "host_median_ms": _stats(timer.host_times)["median_ms"] if timer.host_times else 0.0,
+            "clock": clock_of(timer),
+            "spin_ms": timer.spin_ms,
+            "late_calls": timer.late_calls,
         }
     )
     return out
@@ -586,10 +669,17 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     ``reason`` in its stats (the timing must not be used)."""
     recheck = timer.recheck_result()
     stats["recheck"] = recheck
+    t0 = perf_counter()
     host = timer.host_check()
+    t1 = perf_counter()
     stats["host_check"] = host
     unseen = timer.unseen_check() if recheck is None or recheck["passed"] else None
+    t2 = perf_counter()
     stats["unseen_inputs"] = unseen
+    timer.phases["host_check"] = t1 - t0
+    if unseen is not None:
+        timer.phases["unseen_inputs"] = t2 - t1
+    stats["phases"] = {k: round(v, 4) for k, v in timer.phases.items()}
     timer._guard()
     stats["failure"] = ""
     stats["reason"] = ""
@@ -636,9 +726,11 @@ def bench(problem: Problem, target: Target, params: BenchParams, guard: Guard) -
 def _bench(problem: Problem, target: Target, sets: List[_InputSet], params: BenchParams, guard: Guard) -> Dict[str, Any]:
     flush = _flush_buffer(problem, params)
     timer = _timer(problem, target, sets, flush, guard, params)
+    t0 = perf_counter()
     timer.prepare()
+    t1 = perf_counter()
     n = max(params.min_reps, min(params.max_reps, int(math.ceil(params.rep_ms / timer.estimate_ms))))
-    rechecked = _recheck_indices(n, len(sets)) if (target.is_kernel and params.recheck) else set()
+    rechecked = _recheck_indices(n, len(sets), _output_bytes(problem)) if (target.is_kernel and params.recheck) else set()
     marks = []
     try:
         with torch.no_grad():
@@ -649,6 +741,7 @@ def _bench(problem: Problem, target: Target, sets: List[_InputSet], params: Benc
         raise
     except BaseException as exc:  # noqa: BLE001
         raise timer._fail(exc, "a timed call") from None
+    timer.phases.update(prepare=t1 - t0, timed=perf_counter() - t1)
     stats = _report(timer)
     _conclude(timer, stats)
     return stats
@@ -668,11 +761,15 @@ def _compare(problem: Problem, ta: Target, tb: Target, sets: List[_InputSet], pa
     a = _timer(problem, ta, sets, flush, guard, params)
     b = _timer(problem, tb, sets, flush, guard, params)
     a.sync_each = b.sync_each = type(a) is not type(b)
+    t0 = perf_counter()
     a.prepare()
+    t1 = perf_counter()
     b.prepare()
+    t2 = perf_counter()
     n = max(params.min_reps, min(params.max_reps, int(math.ceil(params.rep_ms / (a.estimate_ms + b.estimate_ms)))))
-    ra = _recheck_indices(n, len(sets)) if (ta.is_kernel and params.recheck) else set()
-    rb = _recheck_indices(n, len(sets)) if (tb.is_kernel and params.recheck) else set()
+    out_bytes = _output_bytes(problem)
+    ra = _recheck_indices(n, len(sets), out_bytes) if (ta.is_kernel and params.recheck) else set()
+    rb = _recheck_indices(n, len(sets), out_bytes) if (tb.is_kernel and params.recheck) else set()
     marks_a: List[tuple] = []
     marks_b: List[tuple] = []
     current = a
@@ -689,6 +786,9 @@ def _compare(problem: Problem, ta: Target, tb: Target, sets: List[_InputSet], pa
         raise
     except BaseException as exc:  # noqa: BLE001
         raise current._fail(exc, "a timed call") from None
+    both = perf_counter() - t2
+    a.phases.update(prepare=t1 - t0, timed=both)
+    b.phases.update(prepare=t2 - t1, timed=both)
     sa = _report(a)
     sb = _report(b)
     _conclude(a, sa)

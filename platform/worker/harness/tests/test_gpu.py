@@ -63,7 +63,10 @@ class GPUTimingTest(unittest.TestCase):
             return out
 
         stats = bench(self.problem, Target("kernel", cheat, True), BenchParams(rep_ms=20, warmup_ms=5), self.guard)
-        self.assertEqual(stats["failure"], "host_check", stats["host_check"])
+        # Work off the timed stream shows as host time beyond the events, or
+        # (the timed calls being device time only) as calls on new inputs
+        # slower than the timed median: either check rejects the timing.
+        self.assertIn(stats["failure"], ("host_check", "unseen_inputs"), stats)
 
     def test_recheck_catches_call_counting(self) -> None:
         from kagent_harness.timing import BenchParams, Target, bench
@@ -115,7 +118,8 @@ class GPUMemoryTest(unittest.TestCase):
             torch.cuda.empty_cache()
             base = torch.cuda.memory_reserved()
             torch.cuda.reset_peak_memory_stats()
-            problem = load_problem({"problem_path": problem_path, "seeds": SEEDS}, device, "mem")
+            # tf32 allow: the precision check has its own bound (test_memory).
+            problem = load_problem({"problem_path": problem_path, "seeds": SEEDS, "tf32": "allow"}, device, "mem")
             result, cand = verify(problem, cand_path, VerifyOptions(require_triton=False, check_launch=False), guard)
             self.assertTrue(result["passed"], result)
             stats = bench(problem, make_target(problem, "kernel", cand, guard), BenchParams(rep_ms=20, warmup_ms=5),
