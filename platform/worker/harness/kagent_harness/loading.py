@@ -15,11 +15,12 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
 from . import device as devmod
+from . import memplan
 from .checksum import checksum, prepare
 from .device import Device
 from .failures import CUDA_ERROR, OOM, RequestError, classify, describe
@@ -139,6 +140,7 @@ class Problem:
     compiled: Any = None  # torch.compile(model), built on first use
     flops: Optional[int] = None  # one forward of the reference (flops.py); None: not counted
     flops_note: str = ""
+    plan: Any = None  # memplan.Plan of the stored draws (None: one draw, not planned)
 
     @property
     def draws(self) -> List[Draw]:
@@ -168,6 +170,7 @@ class Problem:
             "dtype": self.dtype_name or "native",
             "tf32": self.tf32,
             "device": str(self.device.torch_device),
+            "memory": self.plan.as_dict() if self.plan is not None else None,
         }
 
 
@@ -226,9 +229,12 @@ def _build_shape_set(
     seeds: List[int],
     override: Dict[str, Any],
     reference: bool = True,
+    plan: Optional[Callable[[Draw, torch.nn.Module], int]] = None,
 ) -> ShapeSet:
     """The shape set under ``override``, one draw per seed; with ``reference``
-    False the draws get no reference output (ref None)."""
+    False the draws get no reference output (ref None). ``plan``, given the
+    first draw and the model, says how many draws to store: the first seeds
+    and the last (secret) one are kept."""
     with _overridden(module, override, path):
         seed_all(init_seed)
         try:
@@ -246,7 +252,15 @@ def _build_shape_set(
         except BaseException as exc:  # noqa: BLE001
             raise _problem_error(path, "Model(*get_init_inputs()) raised", exc) from None
         shape_set = ShapeSet(label=_label(override), override=dict(override), init_inputs=init_inputs, model=model)
-        for index, seed in enumerate(seeds):
+        seeds = list(seeds)
+        index = -1
+        while index + 1 < len(seeds):
+            index += 1
+            seed = seeds[index]
+            if index == 1 and plan is not None and shape_set.draws:
+                keep = plan(shape_set.draws[0], model)
+                if keep < len(seeds):
+                    seeds = seeds[: max(1, keep - 1)] + seeds[-1:]
             seed_all(seed)
             try:
                 with device.default_device():
@@ -368,7 +382,19 @@ def load_problem(
     module = _import_and_prepare(r, device)
     init_seed = r.seeds[0]
     # The timed shape: the problem's own sizes, or the request's size override.
-    main = _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds, r.size)
+    plans: List[memplan.Plan] = []
+
+    def plan(first: Draw, model: torch.nn.Module) -> int:
+        x, y = devmod.nbytes(first.inputs), devmod.nbytes(first.ref)
+        params = sum(t.numel() * t.element_size() for t in itertools.chain(model.parameters(), model.buffers()))
+        flush = 2 * device.l2_bytes() if device.is_gpu else 0
+        p = memplan.plan_draws(len(r.seeds), x, y, params, flush, device.free_memory(), x + y)
+        plans.append(p)
+        if p.draws == 0:
+            raise RequestError(OOM, f"{os.path.basename(r.path)}: {p.note}")
+        return p.draws
+
+    main = _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds, r.size, plan=plan)
     flops, flops_note = _count_flops(r.path, main, device, r.dtype_name, r.tf32, flop_counter)
     extra = [
         _build_shape_set(module, r.path, device, r.dtype, init_seed, r.seeds[-1:], override) for override in r.shapes
@@ -386,6 +412,7 @@ def load_problem(
     device.empty_cache()
     problem = _new_problem(req, r, problem_id, module, device, main, extra)
     problem.flops, problem.flops_note = flops, flops_note
+    problem.plan = plans[0] if plans else None
     return problem
 
 

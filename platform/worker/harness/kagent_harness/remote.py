@@ -326,7 +326,7 @@ class RunnerClient:
         s = self._slots.get(key)
         if s is not None and s.nbytes >= nbytes:
             return s
-        new = Slot(self._next, nbytes)
+        new = Slot(self._next, nbytes, lock=self.device.is_cuda)
         self._next += 1
         desc, fds = new.describe()
         drop = [s.id] if s is not None else []
@@ -379,14 +379,45 @@ class RunnerClient:
         return [_arg(self, (prefix, "in", i), v) for i, v in enumerate(values)]
 
     def poison_outputs(self, specs: List[Dict[str, Any]]) -> None:
+        """Poison the output slots, so that an output the runner did not
+        write shows. Large slots get a random sample of their elements
+        (POISON_SAMPLE, at random positions chosen per call, and the first
+        and last): a runner that leaves a slot unwritten leaves the sample
+        poisoned, and filling gigabytes on the host per call is not spent."""
         from .poison import fill_poison
 
         for spec in specs:
-            fill_poison(self.host(spec))
+            t = self.host(spec)
+            n = t.numel()
+            if n * t.element_size() < POISON_WHOLE_BYTES or not t.is_contiguous():
+                fill_poison(t)
+                continue
+            flat = t.view(-1)
+            idx = torch.randint(0, n, (POISON_SAMPLE,), generator=_poison_rng())
+            idx = torch.cat([idx, torch.tensor([0, n - 1])])
+            fill_poison(flat[:1])
+            flat.index_fill_(0, idx, flat[0].item())
 
     def outputs(self, meta: Dict[str, Any], specs: List[Dict[str, Any]]) -> Any:
         """The candidate's outputs as judge tensors (snapshots of the slots)."""
         return _rebuild(self, meta, specs, 0)
+
+
+# Output slots of at least POISON_WHOLE_BYTES are poisoned on a sample of
+# POISON_SAMPLE elements (RemoteCandidate.poison_outputs).
+POISON_WHOLE_BYTES = 64 << 20
+POISON_SAMPLE = 1 << 16
+_poison_gen: List[torch.Generator] = []
+
+
+def _poison_rng() -> torch.Generator:
+    """A generator seeded from the OS, apart from the global RNGs (whose
+    states the problem's draws depend on)."""
+    if not _poison_gen:
+        g = torch.Generator()
+        g.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        _poison_gen.append(g)
+    return _poison_gen[0]
 
 
 def _dense(t: torch.Tensor) -> bool:
@@ -563,6 +594,10 @@ class RemoteCandidate:
         fn = RemoteCallable(rc, shape_set.label, shape_set.draws[0].ref if shape_set.draws else None)
         self._callables[shape_set.label] = fn
         return fn
+
+    def slot_bytes(self) -> int:
+        """Host memory of the buffers shared with this candidate's runner."""
+        return sum(slot.nbytes for slot in self.rc._slots.values())
 
     def close(self) -> None:
         self.rc.close()

@@ -29,7 +29,7 @@ from . import precision
 from .checksum import checksum
 from .calls import invoke
 from .candidate import Candidate, find_entry, import_candidate, read_source
-from .device import clone_all, tensors_in
+from .device import clone_all, perf_counter, tensors_in
 from .failures import CheckFailure
 from .guard import Guard
 from .launches import LaunchCounter, launch_support
@@ -65,14 +65,27 @@ class Recorder:
     def __init__(self) -> None:
         self.checks: List[Dict[str, Any]] = []
         self.failure: Optional[CheckFailure] = None
+        # Wall seconds from the previous record (or mark) to each check's
+        # outcome: where a verification's time goes (PROTOCOL.md, verify).
+        self.phases: Dict[str, float] = {}
+        self._last = perf_counter()
+
+    def mark(self, name: str) -> None:
+        """Close a phase that is not a check (e.g. the first call)."""
+        now = perf_counter()
+        self.phases[name] = self.phases.get(name, 0.0) + (now - self._last)
+        self._last = now
 
     def ok(self, name: str, reason: str = "") -> None:
+        self.mark(name)
         self.checks.append({"name": name, "passed": True, "skipped": False, "reason": reason})
 
     def skip(self, name: str, reason: str) -> None:
+        self.mark(name)
         self.checks.append({"name": name, "passed": True, "skipped": True, "reason": reason})
 
     def fail(self, failure: CheckFailure) -> None:
+        self.mark(failure.name)
         self.failure = failure
         self.checks.append({"name": failure.name, "passed": False, "skipped": False, "reason": failure.reason})
 
@@ -236,6 +249,8 @@ class _Run:
         first_work: List[Any] = []
         for draw in draws:
             work, out, rels[draw.index] = self.check_draw(fn, draw, f"draw {draw.index + 1} of {n}", others=draws)
+            # The first call compiles (Triton JIT, autotuning).
+            rec.mark("first_draw" if not first_work else "draws")
             if not first_work:
                 first_work = work  # the caching check refills these very buffers
             outs.append(out)
@@ -526,5 +541,6 @@ def verify(
         "tf32": problem.tf32,
         "entry": cand.entry if cand else "",
         "source_sha256": cand.sha256 if cand else "",
+        "phases": {k: round(v, 4) for k, v in rec.phases.items()},
     }
     return result, (cand if failure is None else None)

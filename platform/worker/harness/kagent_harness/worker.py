@@ -69,6 +69,9 @@ class Worker:
     def load_problem(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .loading import load_problem
 
+        # Runners of candidates kept from earlier work hold device memory the
+        # new problem's draws may need.
+        self._make_room(self.device.free_memory() + 1 if self.candidates else 0)
         pid = f"p{next(self._ids)}"
         problem = load_problem(req, self.device, pid)
         self.problems[pid] = problem
@@ -115,6 +118,78 @@ class Worker:
             if close is not None:
                 close()
 
+    def _make_room(self, need: int, keep: Tuple[Any, ...] = ()) -> None:
+        """Close the runners of kept candidates, least recently used first
+        (except ``keep``), until ``need`` bytes of device memory are free: a
+        candidate that holds memory (on purpose or not) cannot starve the
+        problem, the checks or the next candidate. A closed candidate is
+        loaded again when it is next timed."""
+        import gc
+
+        if need <= 0 or self.device.free_memory() >= need:
+            return
+        for key in [k for k in self.candidates if k not in keep]:
+            self._drop(key)
+            gc.collect()
+            self.device.empty_cache()
+            if self.device.free_memory() >= need:
+                return
+        gc.collect()
+        self.device.empty_cache()
+
+    def _need(self, problem: Any, op: str) -> int:
+        """Device memory an operation on ``problem`` needs free (memplan)."""
+        from . import memplan
+        from .device import nbytes
+
+        first = problem.draws[0]
+        x, y = nbytes(first.inputs), nbytes(first.ref)
+        flush = 2 * self.device.l2_bytes() if self.device.is_gpu else 0
+        scratch = memplan.scratch_for(x, y)
+        if op == "verify":
+            return memplan.VERIFY_X * x + memplan.VERIFY_Y * y + scratch
+        # bench, compare: the runner's input copies (up to 4 sets), outputs, flush
+        return 4 * x + 2 * y + flush + scratch
+
+    def _out_of_memory(self, kind: str, *keys: Any) -> None:
+        """After a candidate ran out of memory (``kind`` is ``oom``): its
+        runner (and what it held) goes, the allocator's cache goes back to
+        the device."""
+        import gc
+
+        from .failures import OOM
+
+        if kind != OOM:
+            return
+        for key in keys:
+            if key is not None:
+                self._drop(key)
+        gc.collect()
+        self.device.empty_cache()
+
+    def memory(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        """What this process holds: device allocator counters, the tensors
+        the garbage collector sees, the shared buffers of its runners."""
+        import gc
+
+        from .memplan import tensor_bytes_alive
+
+        gc.collect()
+        dev = self.device
+        out: Dict[str, Any] = {
+            "free_bytes": dev.free_memory(),
+            "tensors": tensor_bytes_alive(),
+            "candidates": len(self.candidates),
+            "problems": len(self.problems),
+            "slot_bytes": sum(int(getattr(c, "slot_bytes", lambda: 0)()) for c in self.candidates.values()),
+        }
+        if dev.is_gpu:
+            api = dev._api()
+            out["allocated_bytes"] = int(api.memory_allocated(dev.torch_device))
+            out["reserved_bytes"] = int(api.memory_reserved(dev.torch_device))
+            out["peak_allocated_bytes"] = int(api.max_memory_allocated(dev.torch_device))
+        return out
+
     def static_check(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .failures import RequestError
         from .static_check import check_file
@@ -143,7 +218,9 @@ class Worker:
         )
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
         self._drop(key)
+        self._make_room(self._need(problem, "verify"))
         result, cand = verify(problem, path, opts, self.guard)
+        self._out_of_memory(str(result.get("failure") or ""))
         if cand is not None:
             self.candidates[key] = cand
             while len(self.candidates) > MAX_CANDIDATES:
@@ -179,12 +256,27 @@ class Worker:
             cand = self._candidate(problem, str(spec.get("candidate_path") or ""), merged)
         return make_target(problem, kind, cand, self.guard)
 
+    def _key_of(self, problem: Any, spec: Dict[str, Any]) -> Any:
+        """The candidates map's key of a kernel target (None for baselines)."""
+        from .candidate import read_source, source_hash
+
+        path = str(spec.get("candidate_path") or "")
+        if str(spec.get("target") or "kernel") != "kernel" or not os.path.isfile(path):
+            return None
+        return (problem.id, os.path.realpath(path), source_hash(read_source(path)))
+
     def bench(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .timing import BenchParams, bench
 
         problem = self._problem(req)
-        target = self._target(problem, req, {})
-        return bench(problem, target, BenchParams.from_request(req), self.guard)
+        key = self._key_of(problem, req)
+        self._make_room(self._need(problem, "bench"), keep=(key,))
+        try:
+            target = self._target(problem, req, {})
+            return bench(problem, target, BenchParams.from_request(req), self.guard)
+        except BaseException as exc:  # noqa: BLE001 - re-raised
+            self._out_of_memory(_kind_of(exc), key)
+            raise
 
     def compare(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .failures import RequestError
@@ -194,9 +286,15 @@ class Worker:
         a, b = req.get("a"), req.get("b")
         if not isinstance(a, dict) or not isinstance(b, dict):
             raise RequestError("bad_request", "compare needs objects a and b")
-        ta = self._target(problem, a, req)
-        tb = self._target(problem, b, req)
-        return compare(problem, ta, tb, BenchParams.from_request(req), self.guard)
+        keys = (self._key_of(problem, a), self._key_of(problem, b))
+        self._make_room(self._need(problem, "bench"), keep=keys)
+        try:
+            ta = self._target(problem, a, req)
+            tb = self._target(problem, b, req)
+            return compare(problem, ta, tb, BenchParams.from_request(req), self.guard)
+        except BaseException as exc:  # noqa: BLE001 - re-raised
+            self._out_of_memory(_kind_of(exc), *keys)
+            raise
 
     # -- dispatch --
 
@@ -215,6 +313,7 @@ class Worker:
             "verify": self.verify,
             "bench": self.bench,
             "compare": self.compare,
+            "memory": self.memory,
         }
         if op == "shutdown":
             return ok(rid, {}), 0
@@ -258,6 +357,17 @@ class Worker:
             self.channel.send(reply)
             if exit_code is not None:
                 return exit_code
+
+
+def _kind_of(exc: BaseException) -> str:
+    """The failure kind of an exception out of an op."""
+    from .failures import CheckFailure, RequestError, classify
+
+    if isinstance(exc, CheckFailure):
+        return exc.name
+    if isinstance(exc, RequestError):
+        return exc.kind
+    return classify(exc)[0]
 
 
 def _require_triton(req: Dict[str, Any]) -> bool:

@@ -1,0 +1,140 @@
+"""Device memory planning: what a loaded problem and each operation need, and
+what the worker does when the device is short.
+
+Sizes (PROTOCOL.md, Memory): X the bytes of one draw's inputs, Y of its
+outputs, P of the model's parameters and buffers, F the L2 flush buffer, S
+the comparison scratch. A problem stores D draws (D·(X + Y)); verification
+needs about ``VERIFY_X``·X + ``VERIFY_Y``·Y more between the judge and the
+candidate's runner (input copies, every draw's output, the runner's copy of
+its inputs and its own output); timing needs the runner's input copies, an
+output, F and S.
+
+``plan_draws`` decides, once the first draw is built, how many draws the
+problem stores: all requested where they fit with verification's working
+memory, else two (the first public seed and the secret one), else the load
+fails with kind ``oom`` and a message naming the sizes. ``KAGENT_MEMORY_LIMIT``
+(bytes, or with a K/M/G/T suffix) caps the device memory the worker plans
+with, for a GPU shared with other jobs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from .chunks import CHUNK
+
+# Verification's working memory beyond the stored draws, in X and Y (judge:
+# draw 1's copy, the call's copy, the near-duplicate's copy; every draw's
+# output and the rerun's; runner: its input copy and its output).
+VERIFY_X = 4
+VERIFY_Y = 3
+# The comparison scratch: ~40 bytes per element of a CHUNK piece, plus the
+# checksums' weights.
+SCRATCH = 40 * CHUNK + (32 << 20)
+# The least number of draws a problem may store (a public one and the secret one).
+MIN_DRAWS = 2
+# Plan with this share of the free memory (the allocator rounds up, the
+# reference and the candidate allocate temporaries).
+PLAN_FRACTION = 0.9
+
+
+def memory_limit() -> Optional[int]:
+    """KAGENT_MEMORY_LIMIT in bytes, or None when unset or unreadable."""
+    raw = os.environ.get("KAGENT_MEMORY_LIMIT", "").strip()
+    if not raw:
+        return None
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    mult = 1
+    if raw[-1].lower() in scale:
+        mult, raw = scale[raw[-1].lower()], raw[:-1]
+    elif raw[-1:].lower() == "b" and raw[-2:-1].lower() in scale:
+        mult, raw = scale[raw[-2].lower()], raw[:-2]
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return int(value * mult) if value > 0 else None
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+@dataclass
+class Plan:
+    """How many draws a problem stores, and why."""
+
+    draws: int
+    per_draw: int  # X + Y
+    need: int  # stored draws plus verification's working memory
+    free: int  # what the plan had (free when the first draw was built, plus that draw)
+    note: str
+
+    def as_dict(self) -> dict:
+        return {"draws": self.draws, "need_bytes": self.need, "free_bytes": self.free, "note": self.note}
+
+
+def scratch_for(x: int, y: int) -> int:
+    """The comparison scratch of a problem with X and Y bytes: SCRATCH at
+    most, less for tensors smaller than a CHUNK piece (the checksums'
+    weights are always there)."""
+    return min(40 * CHUNK, 10 * (x + y)) + (32 << 20)
+
+
+def need_for(draws: int, x: int, y: int, params: int, flush: int) -> int:
+    """Device memory of a problem storing ``draws`` draws while a candidate is verified."""
+    return draws * (x + y) + VERIFY_X * x + VERIFY_Y * y + 2 * params + flush + scratch_for(x, y)
+
+
+def plan_draws(requested: int, x: int, y: int, params: int, flush: int, free_now: int, held: int) -> Plan:
+    """The draws to store. ``free_now``: free device memory with the first
+    draw (``held`` bytes, its inputs and reference) already built."""
+    budget = int(PLAN_FRACTION * (free_now + held))
+    per = x + y
+    need = need_for(requested, x, y, params, flush)
+    if need <= budget:
+        return Plan(requested, per, need, free_now + held, "")
+    for d in range(requested - 1, MIN_DRAWS - 1, -1):
+        need_d = need_for(d, x, y, params, flush)
+        if need_d <= budget:
+            return Plan(d, per, need_d, free_now + held,
+                        f"stores {d} of {requested} draws: {requested} need about {gib(need)} with verification's "
+                        f"working memory, {gib(free_now + held)} is free ({gib(x)} of inputs and {gib(y)} of outputs "
+                        f"per draw)")
+    need_min = need_for(MIN_DRAWS, x, y, params, flush)
+    return Plan(0, per, need_min, free_now + held,
+                f"the problem needs about {gib(need_min)} of device memory (2 stored draws of {gib(x)} of inputs and "
+                f"{gib(y)} of outputs, and verification's working memory), and {gib(free_now + held)} is free: "
+                f"make its tensors smaller (get_inputs, or size: in kagent.yaml) or free the device")
+
+
+def tensor_bytes_alive() -> List[Any]:
+    """Storages and bytes of the torch tensors the garbage collector can see in
+    this process, by device type: what the process holds, for the memory
+    op and the leak tests."""
+    import gc
+
+    import torch
+
+    by: dict = {}
+    seen = set()
+    for obj in gc.get_objects():
+        try:
+            is_t = isinstance(obj, torch.Tensor)
+        except ReferenceError:
+            continue
+        if not is_t or obj.device.type == "meta":
+            continue
+        try:
+            st = obj.untyped_storage()
+            key = (obj.device.type, st.data_ptr(), st.nbytes())
+        except (RuntimeError, NotImplementedError):
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        c, b = by.get(obj.device.type, (0, 0))
+        by[obj.device.type] = (c + 1, b + int(key[2]))
+    return [{"device": k, "storages": v[0], "bytes": v[1]} for k, v in sorted(by.items())]

@@ -1,0 +1,243 @@
+"""Memory planning and leaks (memplan.py, PROTOCOL.md Memory).
+
+- plan_draws keeps every draw where they fit, two (a public and the secret
+  one) where only those fit, and refuses with the sizes otherwise;
+- a worker under KAGENT_MEMORY_LIMIT stores fewer draws and still verifies and
+  times a kernel, or refuses the problem as ``oom`` with a message saying what
+  to change;
+- many candidates verified and timed in one worker, and the problem unloaded
+  and loaded again, leave the memory the worker holds flat: the tensors its
+  garbage collector sees, the candidates it keeps (MAX_CANDIDATES) and the
+  buffers it shares with their runners.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import textwrap
+import unittest
+from typing import Any, Dict
+
+from kagent_harness import memplan
+from kagent_harness.worker import MAX_CANDIDATES
+from tests.worker_client import WorkerClient
+
+MIB = 1 << 20
+GIB = 1 << 30
+SEEDS = [11, 12, 13]
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+N = {n}
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0 + 1.0
+
+def get_inputs():
+    return [torch.randn(N)]
+
+def get_init_inputs():
+    return []
+"""
+
+CANDIDATE = """
+# variant {k}
+import torch
+
+def kernel_function(x):
+    out = torch.empty_like(x)
+    torch.mul(x, 2.0, out=out)
+    out.add_(1.0)
+    return out
+"""
+
+
+class PlanTest(unittest.TestCase):
+    def test_all_draws_when_they_fit(self) -> None:
+        p = memplan.plan_draws(3, GIB, GIB, 0, 0, 100 * GIB, 2 * GIB)
+        self.assertEqual(p.draws, 3)
+        self.assertEqual(p.note, "")
+
+    def test_two_draws_when_three_do_not_fit(self) -> None:
+        # 3 draws: 6 + 4 + 3 = 13 GiB (+ scratch); 2 draws: 11 GiB.
+        p = memplan.plan_draws(3, GIB, GIB, 0, 0, 11 * GIB, 2 * GIB)
+        self.assertEqual(p.draws, 2)
+        self.assertIn("stores 2 of 3 draws", p.note)
+
+    def test_refuses_with_the_sizes(self) -> None:
+        p = memplan.plan_draws(3, 4 * GIB, 2 * GIB, 0, 0, 20 * GIB, 6 * GIB)
+        self.assertEqual(p.draws, 0)
+        self.assertIn("4.0 GiB of inputs", p.note)
+        self.assertIn("make its tensors smaller", p.note)
+
+    def test_memory_limit_parsing(self) -> None:
+        cases = {"": None, "512M": 512 * MIB, "2g": 2 * GIB, "1.5GiB": None, "3GB": 3 * GIB, "junk": None,
+                 "1048576": MIB}
+        for raw, want in cases.items():
+            old = os.environ.get("KAGENT_MEMORY_LIMIT")
+            os.environ["KAGENT_MEMORY_LIMIT"] = raw
+            try:
+                self.assertEqual(memplan.memory_limit(), want, raw)
+            finally:
+                if old is None:
+                    del os.environ["KAGENT_MEMORY_LIMIT"]
+                else:
+                    os.environ["KAGENT_MEMORY_LIMIT"] = old
+
+
+class PoisonSampleTest(unittest.TestCase):
+    """Large output buffers are poisoned on a random sample, small ones whole:
+    an output the runner left unwritten shows either way."""
+
+    def test_sample_and_whole(self) -> None:
+        import torch
+
+        from kagent_harness import remote
+
+        class Fake:
+            def __init__(self, t: torch.Tensor) -> None:
+                self.t = t
+
+            def host(self, spec: Dict[str, Any]) -> torch.Tensor:
+                return self.t
+
+        big = torch.zeros(remote.POISON_WHOLE_BYTES // 4)
+        remote.RunnerClient.poison_outputs(Fake(big), [{}])  # type: ignore[arg-type]
+        nans = int(torch.isnan(big).sum())
+        self.assertTrue(torch.isnan(big[0]) and torch.isnan(big[-1]))
+        self.assertGreater(nans, remote.POISON_SAMPLE // 2)
+        self.assertLessEqual(nans, remote.POISON_SAMPLE + 2)
+        first = torch.isnan(big).nonzero().flatten()
+        big.zero_()
+        remote.RunnerClient.poison_outputs(Fake(big), [{}])  # type: ignore[arg-type]
+        self.assertFalse(torch.equal(first, torch.isnan(big).nonzero().flatten()), "the sample must change per call")
+        small = torch.zeros(1024, dtype=torch.int32)
+        remote.RunnerClient.poison_outputs(Fake(small), [{}])  # type: ignore[arg-type]
+        self.assertTrue(bool((small == torch.iinfo(torch.int32).max).all()))
+
+
+class WorkerMemoryTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="kagent-memplan-")
+
+    def tearDown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _write(self, name: str, text: str) -> str:
+        path = os.path.join(self.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def _load(self, client: WorkerClient, problem: str) -> Dict[str, Any]:
+        return client.request("load_problem", timeout=300, problem_path=problem, seeds=SEEDS, dtype="fp32",
+                              tf32="allow")
+
+    def test_fewer_draws_under_a_memory_limit(self) -> None:
+        # X = Y = 16 MiB, no parameters, no flush on CPU. Three draws need
+        # 13 X + scratch, two 11 X + scratch.
+        n = 4 * MIB
+        x = 4 * n
+        limit = 13 * x + memplan.scratch_for(x, x)  # over the 90% budget for 3, under it for 2
+        problem = self._write("problem.py", PROBLEM.format(n=n))
+        cand = self._write("kernel.py", CANDIDATE.format(k=0))
+        client = WorkerClient("cpu", env={"KAGENT_MEMORY_LIMIT": str(limit)})
+        try:
+            client.start()
+            load = self._load(client, problem)
+            self.assertTrue(load["ok"], load)
+            info = load["result"]
+            self.assertEqual(info["draws"], 2, info)
+            self.assertEqual(info["memory"]["draws"], 2, info)
+            self.assertIn("stores 2 of 3 draws", info["memory"]["note"])
+            pid = info["problem_id"]
+            v = client.request("verify", timeout=300, problem_id=pid, candidate_path=cand, require_triton=False,
+                               check_launch=False)
+            self.assertTrue(v["ok"] and v["result"]["passed"], v)
+            b = client.request("bench", timeout=300, problem_id=pid, target="kernel", candidate_path=cand,
+                               require_triton=False, warmup_ms=1, rep_ms=1, min_reps=4, max_reps=4)
+            self.assertTrue(b["ok"], b)
+            self.assertEqual(b["result"]["failure"], "", b["result"])
+            self.assertEqual(b["result"]["sets"], 2)
+        finally:
+            client.close()
+
+    def test_refused_when_two_draws_do_not_fit(self) -> None:
+        problem = self._write("problem.py", PROBLEM.format(n=4 * MIB))
+        client = WorkerClient("cpu", env={"KAGENT_MEMORY_LIMIT": "100M"})
+        try:
+            client.start()
+            load = self._load(client, problem)
+            self.assertFalse(load["ok"], load)
+            self.assertEqual(load["error"]["kind"], "oom", load)
+            self.assertIn("problem.py: the problem needs about", load["error"]["message"])
+            self.assertFalse(load["error"]["fatal"], load)
+            # The worker is still usable: a smaller problem loads.
+            small = self._write("small.py", PROBLEM.format(n=1024))
+            self.assertTrue(self._load(client, small)["ok"])
+        finally:
+            client.close()
+
+    def test_memory_stays_flat_over_many_candidates(self) -> None:
+        n = 256 * 1024  # 1 MiB inputs and outputs
+        problem = self._write("problem.py", PROBLEM.format(n=n))
+        client = WorkerClient("cpu")
+        readings = []
+        try:
+            client.start()
+            load = self._load(client, problem)
+            self.assertTrue(load["ok"], load)
+            pid = load["result"]["problem_id"]
+            count = MAX_CANDIDATES + 4
+            for k in range(count):
+                cand = self._write(f"kernel_{k}.py", CANDIDATE.format(k=k))
+                v = client.request("verify", timeout=300, problem_id=pid, candidate_path=cand,
+                                   require_triton=False, check_launch=False)
+                self.assertTrue(v["ok"] and v["result"]["passed"], v)
+                b = client.request("bench", timeout=300, problem_id=pid, target="kernel", candidate_path=cand,
+                                   require_triton=False, warmup_ms=1, rep_ms=1, min_reps=3, max_reps=3)
+                self.assertTrue(b["ok"] and b["result"]["failure"] == "", b)
+                m = client.request("memory")
+                self.assertTrue(m["ok"], m)
+                readings.append(m["result"])
+            # The problem unloaded and loaded again, three times.
+            for _ in range(3):
+                self.assertTrue(client.request("unload_problem", problem_id=pid)["ok"])
+                load = self._load(client, problem)
+                self.assertTrue(load["ok"], load)
+                pid = load["result"]["problem_id"]
+            after_reloads = client.request("memory")["result"]
+        finally:
+            client.close()
+
+        def own_bytes(r: Dict[str, Any]) -> int:
+            # Tensors the worker holds besides the buffers it shares with
+            # the kept candidates' runners (views of those are tensors too).
+            return sum(t["bytes"] for t in r["tensors"] if t["device"] == "cpu") - r["slot_bytes"]
+
+        first = own_bytes(readings[0])
+        for k, r in enumerate(readings):
+            self.assertLessEqual(r["candidates"], MAX_CANDIDATES, r)
+            # The stored draws and references: nothing grows with the
+            # number of candidates.
+            self.assertLessEqual(own_bytes(r), first + MIB, f"candidate {k}: {r}")
+        # The shared buffers grow with the kept candidates, up to the cap.
+        full = readings[MAX_CANDIDATES - 1]["slot_bytes"]
+        self.assertGreater(full, 0)
+        for r in readings[MAX_CANDIDATES:]:
+            self.assertLessEqual(r["slot_bytes"], full, r)
+        # Unloading drops the candidates; the reloaded problem holds what the
+        # first load held.
+        self.assertEqual(after_reloads["candidates"], 0, after_reloads)
+        self.assertEqual(after_reloads["problems"], 1, after_reloads)
+        self.assertEqual(after_reloads["slot_bytes"], 0, after_reloads)
+        self.assertLessEqual(own_bytes(after_reloads), first + MIB, after_reloads)
+
+
+if __name__ == "__main__":
+    unittest.main()
