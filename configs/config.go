@@ -145,7 +145,11 @@ type BudgetConfig struct {
 	MaxWall   time.Duration `yaml:"max_wall"`
 }
 
-// TimeoutConfig bounds each evaluation step.
+// TimeoutConfig bounds each evaluation step. Verify and Bench left 0 (the
+// default) follow the problem: a few times what the first kernel's step
+// took, plus the load time and a floor, capped at 5 minutes
+// (worker.Engine.Limits), so a hung candidate costs seconds on a small
+// problem.
 type TimeoutConfig struct {
 	Verify  time.Duration `yaml:"verify"`
 	Bench   time.Duration `yaml:"bench"`
@@ -222,8 +226,6 @@ func Default() Config {
 			MaxRetries:     5,
 		},
 		Timeouts: TimeoutConfig{
-			Verify:  5 * time.Minute,
-			Bench:   5 * time.Minute,
 			Profile: 5 * time.Minute,
 			Load:    10 * time.Minute,
 		},

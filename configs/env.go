@@ -39,6 +39,7 @@ var Env = []EnvVar{
 	{"KAGENT_FORKSERVER", "0 starts every Python worker on its own instead of forking it from a server that imported torch once", nil},
 	{"KAGENT_SANDBOX", "the OS sandbox of the processes that run candidates: on (default: required; exit code 4 where the machine cannot sandbox), auto (where the machine allows it, else unsandboxed with a warning), off", nil},
 	{"KAGENT_SANDBOX_SKIP", "diagnosis only: sandbox layers to leave out (landlock, seccomp); weakens the sandbox", nil},
+	{"KAGENT_MEMORY_LIMIT", "device memory the workers plan with (bytes, or with a K/M/G/T suffix): fewer stored draws, or a clear refusal, where the problem does not fit; for a GPU shared with other jobs", nil},
 	{"KAGENT_INPROCESS", "1 runs candidates inside the judging worker (harness debugging only: every isolation guarantee is lost)", nil},
 	{"KAGENT_SWEEP_BACKEND", "kagent sweep --backend: local, slurm or k8s", nil},
 	{"KAGENT_SLURM_PARTITION", "kagent sweep: sbatch --partition", nil},

@@ -58,6 +58,10 @@ type Verdict struct {
 	// TF32 states the TF32 policy both reference and candidate ran under.
 	TF32     string        `json:"tf32,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
+	// Phases are the wall seconds of the verification's phases in the
+	// worker (one per check, first_draw for the compiling first call), when
+	// reported.
+	Phases map[string]float64 `json:"phases,omitempty"`
 }
 
 // TargetKind says what a Benchmarker times.
@@ -107,7 +111,34 @@ type Timing struct {
 	// Unseen is the unseen-input check of a kernel's timing: calls on new
 	// draws, held to the timed median (nil when it did not run).
 	Unseen *UnseenCheck `json:"unseen_inputs,omitempty"`
+	// Clock names what timed the calls: ClockDevice, ClockEvents or
+	// ClockCPU ("" when unknown).
+	Clock string `json:"clock,omitempty"`
+	// LateCalls counts the timed calls the host enqueued after the spin
+	// ahead of them had ended (ClockDevice only): their spans may hold host
+	// time.
+	LateCalls int `json:"late_calls,omitempty"`
+	// Phases are the wall seconds of the timing's phases in the worker
+	// (prepare, timed, recheck, host_check, unseen_inputs), when reported.
+	Phases map[string]float64 `json:"phases,omitempty"`
 }
+
+// Clocks of a Timing.
+const (
+	// ClockDevice: device events around each call, after a spin kernel that
+	// keeps the device busy while the host enqueues the call; the host's
+	// launch time is outside the span.
+	ClockDevice = "device"
+	// ClockEvents: device events around each call with no spin ahead; a
+	// call the host enqueues slowly leaves the device idle inside its span.
+	ClockEvents = "events"
+	// ClockCPU: the process's CPU time (the cpu platform).
+	ClockCPU = "cpu"
+)
+
+// LateShare: a device-clock timing with more than this share of late calls
+// is host-bound.
+const LateShare = 0.1
 
 // UnseenCheck is what the unseen-input check measured: one call on each
 // new draw against LimitMS (from the timed median); Skipped says why it did
@@ -126,8 +157,31 @@ const HostBoundShare = 0.8
 // the measured spans: the time then includes host overhead and moves with
 // the host's load (small kernels behind a slow Python path, e.g. a
 // torch.compile wrapper).
+//
+// With the device clock the host's launch time is outside the spans unless
+// a call was enqueued after the spin ahead of it ended: such a timing is
+// host-bound only when more than LateShare of its calls were late.
 func (t Timing) HostBound() bool {
-	return t.Representative && t.HostMS > 0 && t.MedianMS > 0 && t.HostMS >= HostBoundShare*t.MedianMS
+	if !t.Representative || t.MedianMS <= 0 {
+		return false
+	}
+	if t.Clock == ClockDevice {
+		return t.N > 0 && float64(t.LateCalls) > LateShare*float64(t.N)
+	}
+	return t.HostMS > 0 && t.HostMS >= HostBoundShare*t.MedianMS
+}
+
+// ClockLabel says in a few words what timed t, for reports.
+func (t Timing) ClockLabel() string {
+	switch t.Clock {
+	case ClockDevice:
+		return "device-side (events after a spin)"
+	case ClockEvents:
+		return "events (host launch time may be inside)"
+	case ClockCPU:
+		return "process CPU time"
+	}
+	return ""
 }
 
 // Profiler measures hardware metrics of a candidate.

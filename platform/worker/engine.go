@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +63,17 @@ type ProblemInfo struct {
 	// FLOPsNote says how FLOPs were counted, or why they were not.
 	FLOPsNote string `json:"flops_note"`
 	TF32      string `json:"tf32"`
+	// Memory is the worker's plan for the stored draws (nil: not planned).
+	Memory *MemoryPlan `json:"memory,omitempty"`
+}
+
+// MemoryPlan says how many draws a worker stores and why (PROTOCOL.md,
+// Memory): Note is empty when every requested draw fits.
+type MemoryPlan struct {
+	Draws     int     `json:"draws"`
+	NeedBytes float64 `json:"need_bytes"`
+	FreeBytes float64 `json:"free_bytes"`
+	Note      string  `json:"note"`
 }
 
 // PublicSeeds are the draws every run uses; a secret seed is added per run.
@@ -90,7 +103,9 @@ func NewLoadRequest(t *kerneldir.Task, secretSeed int64) LoadRequest {
 
 // EngineOptions tune an Engine.
 type EngineOptions struct {
-	LoadTimeout   time.Duration
+	LoadTimeout time.Duration
+	// VerifyTimeout and BenchTimeout bound one verification and one timing;
+	// 0 derives them from the problem (Engine.Limits).
 	VerifyTimeout time.Duration
 	BenchTimeout  time.Duration
 	// RequireTriton: candidates must define and launch a Triton kernel.
@@ -101,6 +116,8 @@ type EngineOptions struct {
 	FlushBytes int64
 	// Representative is false on the cpu platform.
 	Representative bool
+	// Log receives warnings (memory plans, recycled workers); nil: none.
+	Log *slog.Logger
 }
 
 // Engine verifies and times candidates of one problem on a worker pool. It
@@ -114,18 +131,55 @@ type Engine struct {
 	mu     sync.Mutex
 	loaded map[*Worker]string // worker -> problem id
 	info   *ProblemInfo
+	// What the derived limits follow: the first load, the first passing
+	// verification, the longest of the first timings.
+	loadTook, verifyTook, benchTook time.Duration
+	benchSeen                       int
+}
+
+// Derived limits (EngineOptions.VerifyTimeout and BenchTimeout left 0): a
+// kernel's step may take LimitFactor times what the same step took for the
+// problem's first kernels (a compile, the user test, the problem's
+// transfers), plus LimitFloor and the problem's load time, at most LimitCap.
+// Until the first verification passes (the input kernel's) and the first
+// kernel timing is done, the cap applies; the baselines (the problem's own
+// code, torch.compile's compile included) always get the cap.
+const (
+	LimitFloor  = 10 * time.Second
+	LimitFactor = 4
+	LimitCap    = 5 * time.Minute
+)
+
+// Limits returns the verification and timing limits in force.
+func (e *Engine) Limits() (verify, bench time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	derive := func(set, took time.Duration) time.Duration {
+		if set > 0 {
+			return set
+		}
+		if took <= 0 {
+			return LimitCap
+		}
+		return min(LimitCap, LimitFloor+e.loadTook+LimitFactor*took)
+	}
+	return derive(e.opts.VerifyTimeout, e.verifyTook), derive(e.opts.BenchTimeout, e.benchTook)
+}
+
+// note records a step's duration for the derived limits.
+func (e *Engine) note(what *time.Duration, took time.Duration, first bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if first && *what > 0 {
+		return
+	}
+	*what = max(*what, took)
 }
 
 // NewEngine binds a pool to a problem. The problem is loaded on first use.
 func NewEngine(pool *Pool, req LoadRequest, o EngineOptions) *Engine {
 	if o.LoadTimeout == 0 {
 		o.LoadTimeout = 10 * time.Minute
-	}
-	if o.VerifyTimeout == 0 {
-		o.VerifyTimeout = 5 * time.Minute
-	}
-	if o.BenchTimeout == 0 {
-		o.BenchTimeout = 5 * time.Minute
 	}
 	if o.WarmupMS == 0 {
 		o.WarmupMS = 25
@@ -154,22 +208,81 @@ func (e *Engine) with(ctx context.Context, fn func(w *Lease, problemID string) e
 	pid, ok := e.loaded[l.Worker]
 	e.mu.Unlock()
 	if !ok {
-		if err := e.req.Repin(); err != nil {
-			return &ProblemError{Err: err}
+		var err error
+		if pid, err = e.load(ctx, l); err != nil {
+			return err
 		}
-		var info ProblemInfo
-		if err := l.Call(ctx, "load_problem", e.req, &info, e.opts.LoadTimeout); err != nil {
-			return &ProblemError{Err: err}
-		}
-		pid = info.ProblemID
-		e.mu.Lock()
-		e.loaded[l.Worker] = pid
-		if e.info == nil {
-			e.info = &info
-		}
-		e.mu.Unlock()
 	}
 	return fn(l, pid)
+}
+
+// load loads the problem on a leased worker. A load that runs out of device
+// memory is tried once more on a fresh worker: memory the old process held
+// (a candidate's, its own) must not end the run. Only a fresh worker's
+// failure is the problem's.
+func (e *Engine) load(ctx context.Context, l *Lease) (string, error) {
+	if err := e.req.Repin(); err != nil {
+		return "", &ProblemError{Err: err}
+	}
+	var info ProblemInfo
+	started := time.Now()
+	err := l.Call(ctx, "load_problem", e.req, &info, e.opts.LoadTimeout)
+	if isOOM(err) {
+		e.logf("loading the problem ran out of device memory; retrying on a fresh worker", "err", err)
+		if rerr := e.recycle(ctx, l); rerr != nil {
+			return "", &ProblemError{Err: fmt.Errorf("%w (restarting the worker: %v)", err, rerr)}
+		}
+		if err = e.req.Repin(); err == nil {
+			err = l.Call(ctx, "load_problem", e.req, &info, e.opts.LoadTimeout)
+		}
+	}
+	if err != nil {
+		return "", &ProblemError{Err: err}
+	}
+	e.note(&e.loadTook, time.Since(started), true)
+	if info.Memory != nil && info.Memory.Note != "" {
+		e.logf("device memory is short for the problem", "plan", info.Memory.Note)
+	}
+	e.mu.Lock()
+	e.loaded[l.Worker] = info.ProblemID
+	if e.info == nil {
+		e.info = &info
+	}
+	e.mu.Unlock()
+	return info.ProblemID, nil
+}
+
+// recycle replaces the leased worker by a fresh one; the problem is loaded
+// on it at its next use.
+func (e *Engine) recycle(ctx context.Context, l *Lease) error {
+	e.mu.Lock()
+	delete(e.loaded, l.Worker)
+	e.mu.Unlock()
+	return l.Recycle(ctx)
+}
+
+// afterOOM recycles the worker after a candidate ran out of device memory
+// (err, or a verdict failed as "oom"): the run goes on with a fresh worker.
+func (e *Engine) afterOOM(ctx context.Context, l *Lease, failure string, err error) {
+	if failure != "oom" && !isOOM(err) {
+		return
+	}
+	e.logf("a candidate ran out of device memory; recycling the worker", "slot", l.Slot())
+	if rerr := e.recycle(ctx, l); rerr != nil {
+		e.logf("recycling the worker failed; it is restarted at its next use", "err", rerr)
+	}
+}
+
+// isOOM reports an out-of-memory error reply.
+func isOOM(err error) bool {
+	var re *ReplyError
+	return errors.As(err, &re) && re.Kind == "oom"
+}
+
+func (e *Engine) logf(msg string, args ...any) {
+	if e.opts.Log != nil {
+		e.opts.Log.Warn(msg, args...)
+	}
 }
 
 // release unloads the problem from a leased worker, freeing its device
@@ -234,14 +347,15 @@ type verifyRequest struct {
 }
 
 type verifyResult struct {
-	Passed    bool             `json:"passed"`
-	Checks    []platform.Check `json:"checks"`
-	Failure   string           `json:"failure"`
-	Reason    string           `json:"reason"`
-	MaxAbsErr *float64         `json:"max_abs_err"`
-	RelL2     *float64         `json:"rel_l2"`
-	Launches  int              `json:"launches"`
-	TF32      string           `json:"tf32"`
+	Passed    bool               `json:"passed"`
+	Checks    []platform.Check   `json:"checks"`
+	Failure   string             `json:"failure"`
+	Reason    string             `json:"reason"`
+	MaxAbsErr *float64           `json:"max_abs_err"`
+	RelL2     *float64           `json:"rel_l2"`
+	Launches  int                `json:"launches"`
+	TF32      string             `json:"tf32"`
+	Phases    map[string]float64 `json:"phases"`
 }
 
 // Verify runs every verification check on a candidate. Faults of the
@@ -252,15 +366,22 @@ func (e *Engine) Verify(ctx context.Context, c platform.Candidate) (platform.Ver
 	var v platform.Verdict
 	err := e.with(ctx, func(l *Lease, pid string) error {
 		var r verifyResult
-		err := l.Call(ctx, "verify", verifyRequest{ProblemID: pid, CandidatePath: c.Path, RequireTriton: e.opts.RequireTriton, CheckLaunch: e.opts.RequireTriton}, &r, e.opts.VerifyTimeout)
+		limit, _ := e.Limits()
+		began := time.Now()
+		err := l.Call(ctx, "verify", verifyRequest{ProblemID: pid, CandidatePath: c.Path, RequireTriton: e.opts.RequireTriton, CheckLaunch: e.opts.RequireTriton}, &r, limit)
+		if err == nil && r.Passed {
+			e.note(&e.verifyTook, time.Since(began), true)
+		}
 		if err != nil {
 			var ok bool
-			if v, ok = faultVerdict(err, "verification", e.opts.VerifyTimeout); ok {
+			if v, ok = faultVerdict(err, "verification", limit); ok {
+				e.afterOOM(ctx, l, "", err)
 				return nil
 			}
 			return err
 		}
-		v = platform.Verdict{Passed: r.Passed, Checks: r.Checks, Failure: r.Failure, Reason: r.Reason, Launches: r.Launches, TF32: r.TF32}
+		e.afterOOM(ctx, l, r.Failure, nil)
+		v = platform.Verdict{Passed: r.Passed, Checks: r.Checks, Failure: r.Failure, Reason: r.Reason, Launches: r.Launches, TF32: r.TF32, Phases: r.Phases}
 		if r.MaxAbsErr != nil {
 			v.MaxAbsErr = *r.MaxAbsErr
 		}
@@ -364,7 +485,10 @@ type benchStats struct {
 		Passed bool   `json:"passed"`
 		Reason string `json:"reason"`
 	} `json:"recheck"`
-	Unseen *platform.UnseenCheck `json:"unseen_inputs"`
+	Unseen    *platform.UnseenCheck `json:"unseen_inputs"`
+	Clock     string                `json:"clock"`
+	LateCalls int                   `json:"late_calls"`
+	Phases    map[string]float64    `json:"phases"`
 }
 
 func (s benchStats) timing(label string, representative bool) platform.Timing {
@@ -374,7 +498,7 @@ func (s benchStats) timing(label string, representative bool) platform.Timing {
 	}
 	return platform.Timing{Target: label, MedianMS: s.MedianMS, P20MS: s.P20MS, P80MS: s.P80MS, MeanMS: s.MeanMS,
 		CV: s.CV, N: s.N, TimesMS: s.TimesMS, HostMS: s.HostMedianMS, Representative: rep, Method: s.Method,
-		Unavailable: s.Unavailable, Unseen: s.Unseen}
+		Unavailable: s.Unavailable, Unseen: s.Unseen, Clock: s.Clock, LateCalls: s.LateCalls, Phases: s.Phases}
 }
 
 // RecheckError: a check run while timing failed: the outputs of the timed
@@ -413,8 +537,20 @@ func (e *Engine) Time(ctx context.Context, t platform.Target) (platform.Timing, 
 	var out platform.Timing
 	err := e.with(ctx, func(l *Lease, pid string) error {
 		var s benchStats
-		if err := l.Call(ctx, "bench", e.benchRequest(pid, t), &s, e.opts.BenchTimeout); err != nil {
+		// The baselines (the problem's own code, torch.compile's compile
+		// included) are held to the configured limit or the cap; kernels to
+		// the derived one.
+		limit := cmp.Or(e.opts.BenchTimeout, LimitCap)
+		if t.Kind == platform.TargetKernel {
+			_, limit = e.Limits()
+		}
+		began := time.Now()
+		if err := l.Call(ctx, "bench", e.benchRequest(pid, t), &s, limit); err != nil {
+			e.afterOOM(ctx, l, "", err)
 			return fmt.Errorf("time %s: %w", t.Label(), err)
+		}
+		if t.Kind == platform.TargetKernel {
+			e.noteBench(time.Since(began))
 		}
 		out = s.timing(t.Label(), e.opts.Representative)
 		return s.failure()
@@ -444,7 +580,12 @@ func (e *Engine) Compare(ctx context.Context, a, b platform.Target) (platform.Ti
 			Failure string     `json:"failure"`
 			Reason  string     `json:"reason"`
 		}
-		if err := l.Call(ctx, "compare", req, &r, 2*e.opts.BenchTimeout); err != nil {
+		limit := cmp.Or(e.opts.BenchTimeout, LimitCap)
+		if a.Kind == platform.TargetKernel && b.Kind == platform.TargetKernel {
+			_, limit = e.Limits()
+		}
+		if err := l.Call(ctx, "compare", req, &r, 2*limit); err != nil {
+			e.afterOOM(ctx, l, "", err)
 			return fmt.Errorf("compare %s with %s: %w", a.Label(), b.Label(), err)
 		}
 		ta, tb = r.A.timing(a.Label(), e.opts.Representative), r.B.timing(b.Label(), e.opts.Representative)
@@ -457,6 +598,17 @@ func (e *Engine) Compare(ctx context.Context, a, b platform.Target) (platform.Ti
 		return r.B.failure()
 	})
 	return ta, tb, err
+}
+
+// noteBench records a kernel timing's duration for the derived limits: the
+// longest of the first two (the input kernel's, and the first candidate's).
+func (e *Engine) noteBench(took time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.benchSeen < 2 {
+		e.benchSeen++
+		e.benchTook = max(e.benchTook, took)
+	}
 }
 
 // Close releases the pool.

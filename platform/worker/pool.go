@@ -212,6 +212,18 @@ type Lease struct {
 // Slot is the index of the leased slot (its GPU).
 func (l *Lease) Slot() int { return l.slot.index }
 
+// Recycle replaces the leased worker by a fresh one (the slot's warm spare
+// when ready): what the old process held, on the device and in memory, goes
+// with it. The lease then holds the new worker.
+func (l *Lease) Recycle(ctx context.Context) error {
+	l.slot.w.Kill()
+	if err := l.pool.replace(ctx, l.slot); err != nil {
+		return err
+	}
+	l.Worker = l.slot.w
+	return nil
+}
+
 // Release gives the slot back to the pool.
 func (l *Lease) Release() {
 	if l.done {

@@ -132,6 +132,9 @@ func OpenSession(ctx context.Context, task *kerneldir.Task, c SessionConfig) (*S
 	if seed == 0 {
 		seed = SecretSeed()
 	}
+	if eo.Log == nil {
+		eo.Log = c.Logger
+	}
 	s.Engine = NewEngine(pool, NewLoadRequest(task, seed), eo)
 	return s, nil
 }

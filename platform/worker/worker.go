@@ -636,6 +636,8 @@ var envAllow = []string{
 	"LD_LIBRARY_PATH", "CUDA_", "NVIDIA_", "HIP_", "ROCR_", "ROCM_", "HSA_", "AMD_",
 	"ZE_", "ONEAPI_", "SYCL_", "TRITON_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_",
 	"OMP_NUM_THREADS", "MKL_NUM_THREADS", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONHOME",
+	// The device memory the worker plans with (PROTOCOL.md, Memory).
+	"KAGENT_MEMORY_LIMIT",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.
