@@ -65,6 +65,10 @@ func Markdown(m Manifest, results []ProblemResult, now time.Time) []byte {
 			speedupCell(r.SpeedupInput), cell(clip(r.StopReason, 60)), countCell(r.LLM.Calls), secondsCell(r.WallSeconds))
 	}
 	w("\n")
+	if clocks := v.clocks(); clocks != "" {
+		w("Clocks: %s (`device`: device events after a spin kernel, the host's launch time outside the span; "+
+			"`events`: no spin, host time may be inside; `cpu`: process CPU time).\n\n", clocks)
+	}
 	if ids := v.noisy(); len(ids) > 0 {
 		w("Some times carry a note (problems %s): \"CV\" when measured with a coefficient of variation above %.0f%%, "+
 			"\"host-bound\" when the host's time per call came near the median (the time then includes host overhead). "+
@@ -337,6 +341,28 @@ func (t *Timing) cv() float64 {
 		return 0
 	}
 	return t.StdMS / t.MeanMS
+}
+
+// clocks says which clocks timed the report's times, with how many each
+// ("device: 42, events: 3"); "" when none is known.
+func (v view) clocks() string {
+	count := map[string]int{}
+	for _, p := range v.m.Problems {
+		if r, ok := v.by[p.ID]; ok {
+			for _, t := range []*Timing{r.Kernel, r.Eager, r.Compile} {
+				if t != nil && t.Clock != "" {
+					count[t.Clock]++
+				}
+			}
+		}
+	}
+	var parts []string
+	for _, c := range []string{"device", "events", "cpu"} {
+		if count[c] > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", c, count[c]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // noisy lists the ids of the problems with a kernel or baseline time above

@@ -65,6 +65,8 @@ type Timing struct {
 	// HostBound: the host time per call came near the median on a GPU
 	// (platform.Timing.HostBound): the time includes host overhead.
 	HostBound bool `json:"host_bound,omitempty"`
+	// Clock names what timed it (platform.Timing.Clock).
+	Clock string `json:"clock,omitempty"`
 }
 
 // TimingOf condenses a platform timing (nil for nil or an unavailable one).
@@ -72,7 +74,7 @@ func TimingOf(t *platform.Timing) *Timing {
 	if t == nil || t.Unavailable != "" || t.MedianMS <= 0 {
 		return nil
 	}
-	out := &Timing{MedianMS: t.MedianMS, MeanMS: t.MeanMS, StdMS: t.CV * t.MeanMS, N: t.N, HostBound: t.HostBound()}
+	out := &Timing{MedianMS: t.MedianMS, MeanMS: t.MeanMS, StdMS: t.CV * t.MeanMS, N: t.N, HostBound: t.HostBound(), Clock: t.Clock}
 	if out.MeanMS == 0 {
 		out.MeanMS = t.MedianMS
 	}

@@ -83,6 +83,10 @@ type Stats struct {
 	// marks a GPU time it came near (platform.Timing.HostBound).
 	HostMS    float64
 	HostBound bool
+	// Clock names what timed it (platform.Timing.Clock: device, events,
+	// cpu; "" unknown) and Late the calls enqueued after their spin ended.
+	Clock string
+	Late  int
 }
 
 // Baselines are the reference times of the run.

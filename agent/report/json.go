@@ -64,6 +64,8 @@ type jsonTiming struct {
 	Unavailable string `json:"unavailable"`
 	HostMS      num    `json:"host_ms"`
 	HostBound   bool   `json:"host_bound"`
+	Clock       string `json:"clock"`
+	LateCalls   int    `json:"late_calls"`
 }
 
 type jsonBaselines struct {
@@ -154,7 +156,8 @@ func (a amount) MarshalJSON() ([]byte, error) {
 
 func timing(s Stats) jsonTiming {
 	return jsonTiming{MedianMS: num(s.MedianMS), P20MS: num(s.P20MS), P80MS: num(s.P80MS),
-		CV: num(s.CV), N: s.N, Unavailable: s.Unavailable, HostMS: num(s.HostMS), HostBound: s.HostBound}
+		CV: num(s.CV), N: s.N, Unavailable: s.Unavailable, HostMS: num(s.HostMS), HostBound: s.HostBound,
+		Clock: s.Clock, LateCalls: s.Late}
 }
 
 func usage(u Usage) jsonUsage {

@@ -128,23 +128,46 @@ func writeBaselines(b *bytes.Buffer, d Data) {
 		s             Stats
 	}{{"PyTorch eager", "PyTorch eager", d.Baselines.Eager}, {"torch.compile", "torch.compile", d.Baselines.Compile},
 		{"input kernel", "the input kernel", d.Baselines.Input}}
-	b.WriteString("## Baselines\n\n| target | median ms | p20 ms | p80 ms | CV | samples |\n|---|--:|--:|--:|--:|--:|\n")
+	b.WriteString("## Baselines\n\n| target | median ms | p20 ms | p80 ms | CV | samples | clock |\n|---|--:|--:|--:|--:|--:|---|\n")
 	for _, t := range rows {
 		if t.s.MedianMS <= 0 && t.s.Unavailable != "" {
-			fmt.Fprintf(b, "| %s | n/a: %s | | | | |\n", t.name, cell(t.s.Unavailable))
+			fmt.Fprintf(b, "| %s | n/a: %s | | | | | |\n", t.name, cell(t.s.Unavailable))
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", t.name, fmtMS(t.s.MedianMS), fmtMS(t.s.P20MS),
-			fmtMS(t.s.P80MS), fmtCV(t.s.CV), fmtCount(t.s.N))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", t.name, fmtMS(t.s.MedianMS), fmtMS(t.s.P20MS),
+			fmtMS(t.s.P80MS), fmtCV(t.s.CV), fmtCount(t.s.N), clockCell(t.s))
 	}
-	b.WriteString("\n")
+	b.WriteString("\n" + clockNote + "\n\n")
 	for _, t := range rows {
 		if t.s.HostBound {
+			if t.s.Clock == "device" {
+				fmt.Fprintf(b, "Host-bound: %s had %d of %d timed calls enqueued after the spin ahead of them ended; "+
+					"the device may have waited for the host inside those spans, so the time may include host overhead, "+
+					"and so may the speedups against it.\n\n", t.subject, t.s.Late, t.s.N)
+				continue
+			}
 			fmt.Fprintf(b, "Host-bound: %s took %s ms of host time per call against its %s ms median; the device may wait "+
 				"for the host inside the timed span, so the time includes host overhead and moves with the host's load, "+
 				"and so do the speedups against it.\n\n", t.subject, fmtMS(t.s.HostMS), fmtMS(t.s.MedianMS))
 		}
 	}
+}
+
+// clockNote explains the clock column of the baselines.
+const clockNote = "Clock: `device`: device events around each call, with a spin kernel enqueued ahead of the start " +
+	"event so the host's launch time is outside the span (every time in this report that was taken on a GPU with " +
+	"a spin; candidates and baselines alike); `events`: events with no spin ahead, host launch time may be inside; " +
+	"`cpu`: the process's CPU time (not representative of a GPU)."
+
+// clockCell is a Stats' clock, with its late calls.
+func clockCell(s Stats) string {
+	switch {
+	case s.Clock == "":
+		return "n/a"
+	case s.Late > 0:
+		return fmt.Sprintf("%s (%d late)", s.Clock, s.Late)
+	}
+	return s.Clock
 }
 
 func writeRounds(b *bytes.Buffer, d Data, der derived) {

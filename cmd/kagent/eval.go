@@ -189,11 +189,17 @@ func printEval(w io.Writer, r evalReport) {
 		fmt.Fprintf(w, "tf32:     %s (reference and kernel)\n", r.Verdict.TF32)
 	}
 	t := newTable(w)
-	t.row("TARGET", "MEDIAN ms", "P20 ms", "P80 ms", "CV", "N", "SPEEDUP")
+	t.row("TARGET", "MEDIAN ms", "P20 ms", "P80 ms", "CV", "N", "CLOCK", "SPEEDUP")
 	for _, tm := range r.Timings {
 		if tm.Unavailable != "" {
-			t.row(tm.Target, "-", "-", "-", "-", "-", "unavailable: "+tm.Unavailable)
+			t.row(tm.Target, "-", "-", "-", "-", "-", "-", "unavailable: "+tm.Unavailable)
 			continue
+		}
+		clock := tm.Clock
+		if clock == "" {
+			clock = "-"
+		} else if tm.LateCalls > 0 {
+			clock += fmt.Sprintf(" (%d late)", tm.LateCalls)
 		}
 		sp := ""
 		if tm.Target != "eager" && tm.Target != "compile" {
@@ -205,11 +211,14 @@ func printEval(w io.Writer, r evalReport) {
 			}
 			sp = strings.Join(parts, ", ")
 		}
-		t.row(tm.Target, fmt.Sprintf("%.4f", tm.MedianMS), fmt.Sprintf("%.4f", tm.P20MS), fmt.Sprintf("%.4f", tm.P80MS), fmt.Sprintf("%.2f%%", 100*tm.CV), fmt.Sprint(tm.N), sp)
+		t.row(tm.Target, fmt.Sprintf("%.4f", tm.MedianMS), fmt.Sprintf("%.4f", tm.P20MS), fmt.Sprintf("%.4f", tm.P80MS), fmt.Sprintf("%.2f%%", 100*tm.CV), fmt.Sprint(tm.N), clock, sp)
 	}
 	_ = t.flush()
 	for _, tm := range r.Timings {
-		if tm.HostBound() {
+		if tm.HostBound() && tm.Clock == platform.ClockDevice {
+			fmt.Fprintf(w, "host-bound: %s had %d of %d timed calls enqueued after the spin ahead of them ended: "+
+				"the device may have waited for the host inside those spans\n", tm.Target, tm.LateCalls, tm.N)
+		} else if tm.HostBound() {
 			fmt.Fprintf(w, "host-bound: %s takes %.4f ms of host time per call against a %.4f ms median: "+
 				"the device may wait for the host inside the timed span, so this time includes host overhead and moves with the host's load\n",
 				tm.Target, tm.HostMS, tm.MedianMS)
