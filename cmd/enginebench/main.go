@@ -38,7 +38,7 @@ import (
 type options struct {
 	python, repo, out, device, template, problem, large string
 	n                                                   int
-	skipEval, warmOnly                                  bool
+	skipEval, warmOnly, baselines                       bool
 	cache                                               string
 }
 
@@ -54,6 +54,7 @@ func main() {
 	flag.StringVar(&o.large, "large", "cmd/enginebench/problems/softmax_large,examples/rmsnorm", "comma-separated problems for the stability and A/B measurements")
 	flag.IntVar(&o.n, "n", 10, "distinct candidates")
 	flag.BoolVar(&o.skipEval, "skip-eval", false, "skip the warm/fresh evaluation comparison")
+	flag.BoolVar(&o.baselines, "baselines", false, "also time the eager and compile baselines 5 times each")
 	flag.BoolVar(&o.warmOnly, "warm-only", false, "measure only the warm workers' evaluations (no fresh-process design)")
 	flag.StringVar(&o.cache, "cache", "", "cache dir (default: a fresh temporary one, so every Triton compile is counted)")
 	flag.Parse()
@@ -86,9 +87,12 @@ type results struct {
 
 type stability struct {
 	Problem string    `json:"problem"`
+	Target  string    `json:"target"`
 	Medians []float64 `json:"medians_ms"`
 	CV      float64   `json:"cv_of_medians"`
 	InnerCV float64   `json:"median_inner_cv"`
+	Clock   string    `json:"clock"`
+	Late    int       `json:"late_calls"`
 }
 
 type ncuResult struct {
@@ -168,19 +172,32 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if v, err := ls.Verify(ctx, kernel.Candidate); err != nil || !v.Passed {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s: verify %v %s %s", dir, err, v.Failure, v.Reason))
 		}
-		st := stability{Problem: dir}
-		var inner []float64
-		for i := 0; i < 5; i++ {
-			tm, err := ls.Time(ctx, kernel)
-			if err != nil {
-				res.Failures = append(res.Failures, fmt.Sprintf("%s: time: %v", dir, err))
-				break
+		var st stability
+		for _, target := range []platform.Target{kernel, {Kind: platform.TargetEager}, {Kind: platform.TargetCompile}} {
+			if target.Kind != platform.TargetKernel && !o.baselines {
+				continue
 			}
-			st.Medians = append(st.Medians, tm.MedianMS)
-			inner = append(inner, tm.CV)
+			tst := stability{Problem: dir, Target: string(target.Kind)}
+			var inner []float64
+			for i := 0; i < 5; i++ {
+				tm, err := ls.Time(ctx, target)
+				if err != nil {
+					res.Failures = append(res.Failures, fmt.Sprintf("%s: time %s: %v", dir, target.Kind, err))
+					break
+				}
+				if tm.Unavailable != "" {
+					break
+				}
+				tst.Medians = append(tst.Medians, tm.MedianMS)
+				tst.Clock, tst.Late = tm.Clock, tst.Late+tm.LateCalls
+				inner = append(inner, tm.CV)
+			}
+			tst.CV, tst.InnerCV = cv(tst.Medians), median(inner)
+			res.Stability = append(res.Stability, tst)
+			if target.Kind == platform.TargetKernel {
+				st = tst
+			}
 		}
-		st.CV, st.InnerCV = cv(st.Medians), median(inner)
-		res.Stability = append(res.Stability, st)
 		if device == "cuda" && len(st.Medians) > 0 {
 			t := time.Now()
 			m, err := ls.Profile(ctx, kernel.Candidate)
@@ -200,24 +217,33 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			res.AB = append(res.AB, abResult{Problem: dir, AMS: a.MedianMS, BMS: b.MedianMS, Ratio: a.MedianMS / b.MedianMS})
 		}
 		ls.Close()
+		// What is measured so far, in case the benchmark is cut short.
+		if err := write(o.out, res); err != nil {
+			return err
+		}
 	}
 	report(w, res)
-	if o.out != "" {
-		if err := os.MkdirAll(o.out, 0o755); err != nil {
-			return err
-		}
-		b, _ := json.MarshalIndent(res, "", "  ")
-		if err := os.WriteFile(filepath.Join(o.out, "enginebench.json"), b, 0o644); err != nil {
-			return err
-		}
-		f, err := os.Create(filepath.Join(o.out, "enginebench.md"))
-		if err != nil {
-			return err
-		}
-		report(f, res)
-		f.Close()
+	return write(o.out, res)
+}
+
+// write saves results.json and results.md under out ("" writes nothing).
+func write(out string, res results) error {
+	if out == "" {
+		return nil
 	}
-	return nil
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(out, "enginebench.json"), b, 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(out, "enginebench.md"))
+	if err != nil {
+		return err
+	}
+	report(f, res)
+	return f.Close()
 }
 
 // compareDesigns measures item 1: warm workers against one fresh process per
@@ -348,13 +374,18 @@ func report(w io.Writer, r results) {
 	fmt.Fprintf(w, "| warm workers | %.3f | %.3f | %.3f | %.3f |\n", median(r.Warm), mean(r.Warm), minOf(r.Warm), maxOf(r.Warm))
 	fmt.Fprintf(w, "| fresh process per step | %.3f | %.3f | %.3f | %.3f |\n\n", median(r.Fresh), mean(r.Fresh), minOf(r.Fresh), maxOf(r.Fresh))
 	fmt.Fprintf(w, "fresh / warm (total time): %.2fx; pool start-up (paid once per run): %.2f s\n\n", r.Ratio, r.PoolStartS)
-	fmt.Fprintf(w, "## 2. Same kernel timed 5 times\n\n| problem | medians ms | CV of medians | median in-run CV |\n|---|---|---|---|\n")
+	fmt.Fprintf(w, "## 2. Same target timed 5 times\n\n| problem | target | clock | medians ms | CV of medians | max/min | median in-run CV | late calls |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Stability {
 		var ms []string
 		for _, m := range s.Medians {
 			ms = append(ms, fmt.Sprintf("%.4f", m))
 		}
-		fmt.Fprintf(w, "| %s | %s | %.3f%% | %.3f%% |\n", s.Problem, strings.Join(ms, " "), 100*s.CV, 100*s.InnerCV)
+		spread := 0.0
+		if len(s.Medians) > 0 && minOf(s.Medians) > 0 {
+			spread = maxOf(s.Medians)/minOf(s.Medians) - 1
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3f%% | +%.2f%% | %.3f%% | %d |\n", s.Problem, s.Target, s.Clock, strings.Join(ms, " "),
+			100*s.CV, 100*spread, 100*s.InnerCV, s.Late)
 	}
 	fmt.Fprintf(w, "\n## 3. kagent's time against Nsight Compute (gpu__time_duration, one profiled call)\n\n| problem | kagent median ms | ncu ms | difference | profile wall s | kernels |\n|---|---|---|---|---|---|\n")
 	for _, n := range r.NCU {

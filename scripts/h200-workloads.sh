@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Full-size workloads on an NVIDIA GPU: timing against Nsight Compute, the
+# spread of repeated timings, a greedy run whose candidates misuse device
+# memory, and a KernelBench level-1 sweep with its phases.
+# Expects bin/kagent and bin/enginebench (linux/amd64: make gpu-binaries) and
+# a KernelBench clone (KB, default .cache/KernelBench; never committed).
+# Usage: OUT=/tmp/out [PY=python3] [KB=DIR] scripts/h200-workloads.sh [steps...]
+#   steps: agreement memory sweep
+set -uo pipefail
+OUT=${OUT:-/tmp/kagent-workloads}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 KAGENT_CACHE_DIR=${KAGENT_CACHE_DIR:-/tmp/kagent-cache}
+PY=${PY:-python3}
+KB=${KB:-.cache/KernelBench}
+[ -d "$KB/KernelBench/level1" ] && KB=$KB/KernelBench
+steps=${*:-agreement memory sweep}
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/steps.log"; }
+
+# agreement_dir NAME PROBLEM KERNEL BATCH DIM: a kernel dir under
+# .cache/agreement with the KernelBench problem at another size.
+agreement_dir() {
+  local d=.cache/agreement/$1
+  mkdir -p "$d"
+  sed -e "s/^batch_size = .*/batch_size = $4/" -e "s/^dim = .*/dim = $5/" "$KB/level1/$2.py" > "$d/problem.py"
+  cp "bench/kernelbench/level1/$3/kernel.py" "$d/kernel.py"
+  echo "$d"
+}
+
+for step in $steps; do
+  case $step in
+  agreement)
+    # kagent's time against ncu's gpu__time_duration (one profiled call,
+    # caches flushed, clocks as they are), and 5 timings of the kernel and
+    # of both baselines.
+    dirs=$(agreement_dir relu-12M 19_ReLU 19_ReLU 192 65536),$(agreement_dir softmax-16M 23_Softmax 23_Softmax 1024 16384)
+    [ -n "${AGREE_ALL:-}" ] && dirs=$dirs,$(agreement_dir gelu-32M 26_GELU_ 26_GELU 512 65536),$(agreement_dir relu-128M 19_ReLU 19_ReLU 2048 65536)
+    dirs=$dirs,${EXTRA_DIRS:-}
+    log "enginebench: stability and ncu agreement on ${dirs//,/ }"
+    timeout "${AGREE_LIMIT:-420}" bin/enginebench -skip-eval -baselines -large "${dirs%,}" -python "$PY" -repo . \
+      -out "$OUT/agreement" > "$OUT/agreement.txt" 2>"$OUT/agreement.stderr"
+    echo "agreement exit $?" | tee -a "$OUT/steps.log"
+    cat "$OUT/agreement.txt"
+    ;;
+  memory)
+    # A greedy run on the 7.5 GB-per-tensor RMSNorm whose scripted replies
+    # hold a kernel that allocates until the device is full and one that
+    # leaks 1 GiB per call; the run must finish all its rounds.
+    log "greedy on examples/rmsnorm with transcript-memory"
+    rm -rf .cache/rmsnorm-memory && cp -r examples/rmsnorm .cache/rmsnorm-memory && rm -rf .cache/rmsnorm-memory/transcript*
+    t0=$SECONDS
+    (while :; do echo "$((SECONDS - t0)) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader) $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ' ')"; sleep 2; done) \
+      > "$OUT/memory-usage.txt" 2>&1 &
+    mon=$!
+    timeout "${MEM_LIMIT:-480}" bin/kagent optimize --kernel-dir .cache/rmsnorm-memory --platform cuda --python "$PY" \
+      --llm-replay examples/rmsnorm/transcript-memory --llm-replay-match purpose --max-rounds "${MEM_ROUNDS:-3}" \
+      --out "$OUT/memory-run" > "$OUT/memory.txt" 2>&1
+    echo "memory run exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"
+    kill $mon 2>/dev/null
+    tail -25 "$OUT/memory.txt"
+    ;;
+  sweep)
+    log "KernelBench level 1 ${PROBLEMS:-19-32}, supplied kernels, tune"
+    rm -rf "$OUT/sweep"
+    KAGENT=bin/kagent PY=$PY timeout "${SWEEP_LIMIT:-560}" scripts/kernelbench-phases.sh "$KB" "$OUT/sweep" "${PROBLEMS:-19-32}" \
+      > "$OUT/sweep-phases.txt" 2>&1
+    echo "sweep exit $?" | tee -a "$OUT/steps.log"
+    cat "$OUT/sweep-phases.txt"
+    [ -f "$OUT/sweep/results.json" ] && "$PY" scripts/kernelbench_phases.py "$OUT/sweep" > /dev/null 2>&1
+    ;;
+  *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done

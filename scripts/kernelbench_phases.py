@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Where a sweep's time went, per problem: the sweep dir's results.json, each
+run's events.jsonl (round times), and each candidate's verdict.json and
+timing.json (the worker's phases).
+
+    python3 scripts/kernelbench_phases.py SWEEP_DIR
+
+Prints a table and writes SWEEP_DIR/phases.json and SWEEP_DIR/phases.md.
+Columns: wall s (the problem's whole time), round 0 s (first verification,
+timing of the input and both baselines, profile), variants (candidates of
+rounds >= 1), s/variant (round time over its candidates, median over rounds),
+verify s and timing s (per variant, median), compared (variants timed again
+against the best, interleaved) and compare s (median, in the worker), then
+the largest verification and timing phases (median seconds per variant, in
+the worker).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+import statistics
+import sys
+from typing import Any, Dict, List
+
+
+def _time(s: str) -> float:
+    s = s.rstrip("Z")
+    if "." in s:
+        head, frac = s.split(".", 1)
+        s = head + "." + frac[:6]
+    return dt.datetime.fromisoformat(s).replace(tzinfo=dt.timezone.utc).timestamp()
+
+
+def _median(xs: List[float]) -> float:
+    return statistics.median(xs) if xs else 0.0
+
+
+def problem_phases(run_dir: str) -> Dict[str, Any]:
+    events = []
+    path = os.path.join(run_dir, "events.jsonl")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            events = [json.loads(line) for line in f if line.strip()]
+    starts: Dict[int, float] = {}
+    slots: Dict[int, int] = {}
+    rounds: Dict[int, float] = {}
+    for e in events:
+        if e.get("event") == "round_started":
+            starts[e["round"]] = _time(e["time"])
+            slots[e["round"]] = int(e.get("slots") or 0)
+        elif e.get("event") == "round_finished" and e.get("round") in starts:
+            rounds[e["round"]] = _time(e["time"]) - starts[e["round"]]
+    per_variant = [rounds[r] / slots[r] for r in rounds if r > 0 and slots.get(r)]
+    verify_s: List[float] = []
+    timing_s: List[float] = []
+    compare_s: List[float] = []
+    vphases: Dict[str, List[float]] = {}
+    tphases: Dict[str, List[float]] = {}
+    variants = 0
+    for cand in sorted(glob.glob(os.path.join(run_dir, "round*", "cand*"))):
+        if os.path.basename(os.path.dirname(cand)) == "round000":
+            continue
+        variants += 1
+        vpath, tpath = os.path.join(cand, "verdict.json"), os.path.join(cand, "timing.json")
+        if os.path.exists(vpath):
+            with open(vpath, encoding="utf-8") as f:
+                v = json.load(f)
+            verify_s.append((v.get("duration_ns") or 0) / 1e9)
+            for k, x in (v.get("phases") or {}).items():
+                vphases.setdefault(k, []).append(float(x))
+        if os.path.exists(tpath):
+            with open(tpath, encoding="utf-8") as f:
+                t = json.load(f)
+            ph = t.get("phases") or {}
+            timing_s.append(sum(float(x) for x in ph.values()))
+            for k, x in ph.items():
+                tphases.setdefault(k, []).append(float(x))
+        cpath = os.path.join(cand, "compare.json")
+        if os.path.exists(cpath):
+            with open(cpath, encoding="utf-8") as f:
+                c = json.load(f)
+            # Both sides share the interleaved timed calls; each has its own
+            # prepare and checks.
+            a, b = (c.get("best") or {}).get("phases") or {}, (c.get("candidate") or {}).get("phases") or {}
+            compare_s.append(sum(float(x) for x in a.values()) + sum(float(x) for k, x in b.items() if k != "timed"))
+    return {
+        "round0_s": round(rounds.get(0, 0.0), 2),
+        "variants": variants,
+        "s_per_variant": round(_median(per_variant), 3),
+        "verify_s": round(_median(verify_s), 3),
+        "timing_s": round(_median(timing_s), 3),
+        "compared": len(compare_s),
+        "compare_s": round(_median(compare_s), 3),
+        "verify_phases": {k: round(_median(v), 3) for k, v in sorted(vphases.items())},
+        "timing_phases": {k: round(_median(v), 3) for k, v in sorted(tphases.items())},
+    }
+
+
+def _top(phases: Dict[str, float], n: int = 3) -> str:
+    items = sorted(phases.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {v:.2f}" for k, v in items if v > 0)
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__.strip().splitlines()[0], file=sys.stderr)
+        print("usage: kernelbench_phases.py SWEEP_DIR", file=sys.stderr)
+        return 2
+    sweep = argv[1]
+    with open(os.path.join(sweep, "results.json"), encoding="utf-8") as f:
+        results = json.load(f)
+    rows = []
+    for r in results.get("results") or []:
+        run_dir = os.path.join(sweep, "runs", str(r.get("run_id") or ""))
+        row = {"id": r.get("id"), "name": r.get("name"), "status": r.get("status"),
+               "wall_s": round(float(r.get("wall_seconds") or 0.0), 2),
+               "kernel_ms": (r.get("kernel") or {}).get("median_ms"),
+               "kernel_clock": (r.get("kernel") or {}).get("clock"),
+               "compile_ms": (r.get("compile") or {}).get("median_ms"),
+               "eager_ms": (r.get("eager") or {}).get("median_ms")}
+        if os.path.isdir(run_dir):
+            row.update(problem_phases(run_dir))
+        rows.append(row)
+    walls = [x["wall_s"] for x in rows if x["wall_s"] > 0]
+    summary = {"problems": len(rows), "median_wall_s": round(_median(walls), 2),
+               "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
+    lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | "
+             "kernel ms | largest verify phases (s) | timing phases (s) |", "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"]
+    for x in rows:
+        kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
+        lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | {x.get('variants', 0)} | "
+                     f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
+                     f"{x.get('compared', 0)} | {x.get('compare_s', 0):.2f} | {kms} | "
+                     f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")
+    lines.append("")
+    lines.append(f"{summary['problems']} problems; median wall {summary['median_wall_s']:.1f} s per problem; "
+                 f"median {summary['median_s_per_variant']:.2f} s per variant.")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(sweep, "phases.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(sweep, "phases.json"), "w", encoding="utf-8") as f:
+        json.dump({"summary": summary, "problems": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
