@@ -47,6 +47,13 @@ func runHelper(action string) int {
 		os.Stdout.Write(b)
 	case "pids":
 		fmt.Println(strings.Join(pids(), " "), "self", os.Getpid())
+	case "oom-score":
+		b, err := os.ReadFile("/proc/self/oom_score_adj")
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Print(string(b))
 	case "fds":
 		// Raw system calls: an *os.File would start the runtime's poller,
 		// whose fds would show up in the list.

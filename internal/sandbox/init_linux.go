@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +23,10 @@ const (
 	initArg0  = "kagent-sandbox-init"
 	configEnv = "KAGENT_SANDBOX_INIT"
 )
+
+// OOMScoreAdj is the oom_score_adj of every process in a sandbox: the
+// kernel's first choice when the machine runs out of memory.
+const OOMScoreAdj = 1000
 
 // probeToken is what a probing init prints: a binary that does not call
 // Main would run its own main instead and not print it.
@@ -84,6 +89,11 @@ func runInit(raw string, sigs chan os.Signal) int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail(fmt.Errorf("set not dumpable: %w", err))
 	}
+	// When the machine runs out of memory the kernel kills what runs in the
+	// sandbox (candidates' code) first, not its judge or kagent; the value
+	// is inherited by every process started inside. Raising one's own score
+	// needs no privilege; where /proc refuses it, the default stays.
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(OOMScoreAdj)), 0)
 	if err := buildRoot(cfg); err != nil {
 		return fail(err)
 	}

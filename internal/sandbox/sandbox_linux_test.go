@@ -225,6 +225,16 @@ func TestOnlyOwnProcesses(t *testing.T) {
 	}
 }
 
+// TestFirstToDie: what runs in the sandbox is the kernel's first choice
+// when the machine runs out of memory.
+func TestFirstToDie(t *testing.T) {
+	available(t)
+	o := run(t, helperPolicy(t, "oom-score"))
+	if o.code != 0 || strings.TrimSpace(o.stdout) != strconv.Itoa(sandbox.OOMScoreAdj) {
+		t.Errorf("oom_score_adj inside: %q, want %d (exit %d, %s)", o.stdout, sandbox.OOMScoreAdj, o.code, o.stderr)
+	}
+}
+
 // TestEnvExact: the environment is the policy's, nothing more.
 func TestEnvExact(t *testing.T) {
 	available(t)

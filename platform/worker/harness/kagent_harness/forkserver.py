@@ -56,6 +56,26 @@ def _set_pdeathsig() -> None:
         pass
 
 
+# A runner's oom_score_adj: when the machine runs out of memory, the kernel
+# kills the process with the highest badness; a runner (a candidate's code)
+# goes first, before its judge or kagent.
+RUNNER_OOM_SCORE_ADJ = 1000
+
+
+def _first_to_die() -> None:
+    """Make this process the kernel's first choice when memory runs out
+    (raising one's own oom_score_adj needs no privilege)."""
+    path = "/proc/self/oom_score_adj"
+    try:
+        with open(path, encoding="ascii") as f:
+            if int(f.read().strip() or 0) >= RUNNER_OOM_SCORE_ADJ:
+                return  # inherited (the sandbox sets it for all inside)
+        with open(path, "w", encoding="ascii") as f:
+            f.write(str(RUNNER_OOM_SCORE_ADJ))
+    except (OSError, ValueError) as exc:
+        _log(f"cannot raise oom_score_adj: {exc}")
+
+
 def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "Server") -> int:
     """Runs in the forked child: become the worker."""
     server.close_in_child()
@@ -71,6 +91,7 @@ def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "
             return 71
     role = str(request.get("role") or "worker")
     if role == "runner":
+        _first_to_die()
         # fds: the runner's link to its judge, and the judge's stderr.
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)

@@ -121,6 +121,26 @@ class PoisonSampleTest(unittest.TestCase):
         self.assertTrue(bool((small == torch.iinfo(torch.int32).max).all()))
 
 
+class RunnerOOMScoreTest(unittest.TestCase):
+    """When the machine runs out of memory, the kernel kills a runner (a
+    candidate's process) before its judge or kagent."""
+
+    @unittest.skipUnless(os.path.exists("/proc/self/oom_score_adj"), "needs /proc (Linux)")
+    def test_runner_is_first_to_die(self) -> None:
+        from kagent_harness.device import Device
+        from kagent_harness.forkserver import RUNNER_OOM_SCORE_ADJ
+        from kagent_harness.remote import RunnerClient
+
+        rc = RunnerClient(Device("cpu"))
+        try:
+            with open(f"/proc/{rc.pid}/oom_score_adj", encoding="ascii") as f:
+                self.assertEqual(int(f.read()), RUNNER_OOM_SCORE_ADJ)
+        finally:
+            rc.close()
+        with open("/proc/self/oom_score_adj", encoding="ascii") as f:
+            self.assertLess(int(f.read()), RUNNER_OOM_SCORE_ADJ)
+
+
 class WorkerMemoryTest(unittest.TestCase):
     def setUp(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="kagent-memplan-")
