@@ -638,6 +638,8 @@ var envAllow = []string{
 	"OMP_NUM_THREADS", "MKL_NUM_THREADS", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONHOME",
 	// The device memory the worker plans with (PROTOCOL.md, Memory).
 	"KAGENT_MEMORY_LIMIT",
+	// Device buffers shared with the runners (devbuf.py), opt-in.
+	"KAGENT_DEVICE_BUFFERS",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.

@@ -32,7 +32,7 @@ from . import failures as F
 from .device import Device, tensors_in
 from .failures import CheckFailure
 from .link import Link, LinkClosed, pair
-from .shm import Slot, dtype_name, span_bytes
+from .shm import Slot, new_slot, dtype_name, span_bytes
 
 CRASH = "crash"
 # Input buffer sets per shape set, shared by verification and timing (timing.MAX_SETS).
@@ -326,7 +326,7 @@ class RunnerClient:
         s = self._slots.get(key)
         if s is not None and s.nbytes >= nbytes:
             return s
-        new = Slot(self._next, nbytes, lock=self.device.is_cuda)
+        new = new_slot(self._next, nbytes, self.device.is_cuda)
         self._next += 1
         desc, fds = new.describe()
         drop = [s.id] if s is not None else []
@@ -345,6 +345,9 @@ class RunnerClient:
         view = s.view(shape, stride, t.dtype)
         with torch.no_grad():
             view.copy_(t)
+        if view.device.type != "cpu":
+            # The runner reads it from its own stream: the copy must be done.
+            self.device.synchronize()
         self._dirty.add(s.id)
         return {"slot": s.id, "shape": list(shape), "stride": list(stride), "dtype": dtype_name(t.dtype)}
 
@@ -361,6 +364,8 @@ class RunnerClient:
         """What a slot holds, on the judge's device (a copy there; the slot
         itself on the CPU)."""
         t = self.host(spec)
+        if t.device.type != "cpu":
+            return t.clone()  # a device slot: a snapshot the runner cannot reach
         if self.device.torch_device.type != "cpu":
             return t.to(self.device.torch_device)
         return t
@@ -389,7 +394,7 @@ class RunnerClient:
         for spec in specs:
             t = self.host(spec)
             n = t.numel()
-            if n * t.element_size() < POISON_WHOLE_BYTES or not t.is_contiguous():
+            if n * t.element_size() < POISON_WHOLE_BYTES or not t.is_contiguous() or t.device.type != "cpu":
                 fill_poison(t)
                 continue
             flat = t.view(-1)

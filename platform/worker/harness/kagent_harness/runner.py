@@ -104,7 +104,9 @@ class Runner:
                 raise _Failure("bad_request", f"unknown slot {spec.get('slot')}")
             t = view_of(entry[0], key[1], key[2], dtype_of(key[3]))
             self.views[key] = t
-        if not (mirror and self.mirror):
+        if not (mirror and self.mirror) or t.device.type != "cpu":
+            # Output slots, and device slots (the judge's own device memory,
+            # mapped here): used as they are.
             return t
         m = self.mirrors.get(key)
         if m is None:

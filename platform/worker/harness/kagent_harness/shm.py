@@ -116,6 +116,57 @@ class Slot:
             self.fd = None
 
 
+class DeviceSlot:
+    """A judge-owned shared buffer in device memory (devbuf.py): the runner
+    maps the same allocation, so tensors cross device to device."""
+
+    def __init__(self, sid: int, nbytes: int) -> None:
+        from . import devbuf
+
+        self.id = sid
+        self.nbytes = max(1, nbytes)
+        self.pinned = False
+        self._mapping, fd = devbuf.allocate(self.nbytes)
+        self.fd: Optional[int] = fd
+        self.bytes = self._mapping.tensor(self.nbytes)
+
+    def view(self, shape: Tuple[int, ...], stride: Tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        return view_of(self.bytes, shape, stride, dtype)
+
+    def describe(self) -> Tuple[Dict[str, Any], List[int]]:
+        assert self.fd is not None
+        return {"id": self.id, "nbytes": self.nbytes, "kind": "cudavmm", "size": self._mapping.size}, [self.fd]
+
+    def close(self) -> None:
+        # The mapping goes with the last tensor over it (never under a view
+        # still in use).
+        self.bytes = None  # type: ignore[assignment]
+        self._mapping = None  # type: ignore[assignment]
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def new_slot(sid: int, nbytes: int, cuda: bool) -> Any:
+    """A device slot where device buffers are on (devbuf.enabled) and work,
+    else a host slot (page-locked on CUDA). A device slot that cannot be made
+    turns them off for this process."""
+    from . import devbuf
+
+    if cuda and devbuf.enabled() and not _device_slots_failed:
+        try:
+            return DeviceSlot(sid, nbytes)
+        except (devbuf.DriverError, OSError, RuntimeError) as exc:
+            _device_slots_failed.append(str(exc))
+            import sys
+
+            print(f"kagent_harness: device buffers unavailable, host buffers instead: {exc}", file=sys.stderr)
+    return Slot(sid, nbytes, lock=cuda)
+
+
+_device_slots_failed: List[str] = []
+
+
 def view_of(buf: torch.Tensor, shape: Tuple[int, ...], stride: Tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """A strided view of dtype over the uint8 buffer ``buf``."""
     itemsize = torch.empty((), dtype=dtype).element_size()
@@ -142,8 +193,17 @@ def open_slot(desc: Dict[str, Any], fds: List[int], lock: bool = False) -> Tuple
     """Runner side: the slot's bytes and what keeps them mapped (page-locked
     for the GPU with ``lock``)."""
     nbytes = int(desc["nbytes"])
+    if desc.get("kind") == "cudavmm" and fds:
+        from . import devbuf
+
+        fd = fds.pop(0)
+        try:
+            mapping = devbuf.import_fd(fd, int(desc["size"]))
+        finally:
+            os.close(fd)
+        return mapping.tensor(nbytes), mapping
     if desc.get("kind") != "memfd" or not fds:
-        raise ValueError("a slot is a memfd passed with its descriptor")
+        raise ValueError("a slot is a memfd (or an exported device allocation) passed with its descriptor")
     fd = fds.pop(0)
     mm = mmap.mmap(fd, nbytes)
     os.close(fd)
