@@ -143,7 +143,8 @@ type Engine struct {
 // transfers), plus LimitFloor and the problem's load time, at most LimitCap.
 // Until the first verification passes (the input kernel's) and the first
 // kernel timing is done, the cap applies; the baselines (the problem's own
-// code, torch.compile's compile included) always get the cap.
+// code, torch.compile's compile included) and every step on the cpu
+// platform always get the cap.
 const (
 	LimitFloor  = 10 * time.Second
 	LimitFactor = 4
@@ -158,7 +159,10 @@ func (e *Engine) Limits() (verify, bench time.Duration) {
 		if set > 0 {
 			return set
 		}
-		if took <= 0 {
+		// Not on the cpu platform (Representative false): there a step's
+		// time moves with the machine's load, and a hung candidate costs
+		// no accelerator time.
+		if took <= 0 || !e.opts.Representative {
 			return LimitCap
 		}
 		return min(LimitCap, LimitFloor+e.loadTook+LimitFactor*took)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
@@ -120,5 +121,35 @@ func TestLoadOutOfMemoryIsRetriedOnAFreshWorker(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "get_inputs raised MemoryError") {
 		t.Errorf("the error must name the problem's failing call: %v", err)
+	}
+}
+
+// TestDerivedLimits: verification and timing limits follow the problem on a
+// GPU, are the configured ones when set, and the cap elsewhere.
+func TestDerivedLimits(t *testing.T) {
+	e := NewEngine(nil, LoadRequest{}, EngineOptions{Representative: true})
+	if v, b := e.Limits(); v != LimitCap || b != LimitCap {
+		t.Errorf("before any step: %s %s, want the cap", v, b)
+	}
+	e.note(&e.loadTook, 2*time.Second, true)
+	e.note(&e.verifyTook, 3*time.Second, true)
+	e.note(&e.verifyTook, time.Minute, true) // only the first passing verification counts
+	e.noteBench(time.Second)
+	if v, b := e.Limits(); v != LimitFloor+2*time.Second+LimitFactor*3*time.Second || b != LimitFloor+2*time.Second+LimitFactor*time.Second {
+		t.Errorf("derived: verify %s, bench %s", v, b)
+	}
+	e.noteBench(time.Hour)
+	if _, b := e.Limits(); b != LimitCap {
+		t.Errorf("a long timing must cap at %s, got %s", LimitCap, b)
+	}
+	set := NewEngine(nil, LoadRequest{}, EngineOptions{Representative: true, VerifyTimeout: 7 * time.Second})
+	set.note(&set.verifyTook, time.Second, true)
+	if v, _ := set.Limits(); v != 7*time.Second {
+		t.Errorf("a configured limit must stay: %s", v)
+	}
+	cpu := NewEngine(nil, LoadRequest{}, EngineOptions{})
+	cpu.note(&cpu.verifyTook, time.Second, true)
+	if v, _ := cpu.Limits(); v != LimitCap {
+		t.Errorf("the cpu platform keeps the cap: %s", v)
 	}
 }
