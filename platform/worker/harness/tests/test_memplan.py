@@ -22,39 +22,18 @@ from typing import Any, Dict
 
 from kagent_harness import memplan
 from kagent_harness.worker import MAX_CANDIDATES
+from tests.test_memory import CANDIDATE as MEMORY_CANDIDATE
+from tests.test_memory import PROBLEM
 from tests.worker_client import WorkerClient
 
 MIB = 1 << 20
 GIB = 1 << 30
 SEEDS = [11, 12, 13]
 
-PROBLEM = """
-import torch
-import torch.nn as nn
-
-N = {n}
-
-class Model(nn.Module):
-    def forward(self, x):
-        return x * 2.0 + 1.0
-
-def get_inputs():
-    return [torch.randn(N)]
-
-def get_init_inputs():
-    return []
-"""
-
-CANDIDATE = """
-# variant {k}
-import torch
-
-def kernel_function(x):
-    out = torch.empty_like(x)
-    torch.mul(x, 2.0, out=out)
-    out.add_(1.0)
-    return out
-"""
+# A problem of N elements (x * 2 + 1) and a kernel_function computing it, as
+# the peak-memory test uses; each candidate gets a line of its own so that
+# its source differs.
+CANDIDATE = "# variant {k}" + MEMORY_CANDIDATE
 
 
 class PlanTest(unittest.TestCase):
