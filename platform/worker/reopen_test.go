@@ -49,8 +49,12 @@ func TestReopenBindsWarmWorkersToAnotherProblem(t *testing.T) {
 	before, _ := s.Info(ctx)
 	w := s.Engine.pool.slots[0].w
 
+	s.Engine.note(&s.Engine.verifyTook, time.Second, true)
 	if err := s.Reopen(ctx, task("row_sum")); err != nil {
 		t.Fatal(err)
+	}
+	if s.Engine.verifyTook != 0 || s.Engine.loadTook != 0 {
+		t.Errorf("the derived limits kept the old problem's times (verify %s, load %s)", s.Engine.verifyTook, s.Engine.loadTook)
 	}
 	if v := verify(cand("row_sum_ok")); !v.Passed {
 		t.Fatalf("row_sum_ok after reopening on row_sum: %s: %s", v.Failure, v.Reason)

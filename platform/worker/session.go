@@ -157,6 +157,8 @@ func (s *Session) Reopen(ctx context.Context, task *kerneldir.Task) error {
 	}
 	s.Engine.mu.Lock()
 	s.Engine.req, s.Engine.info = NewLoadRequest(task, seed), nil
+	// The derived limits follow the new problem, not the old one's times.
+	s.Engine.loadTook, s.Engine.verifyTook, s.Engine.benchTook, s.Engine.benchSeen = 0, 0, 0, 0
 	s.Engine.mu.Unlock()
 	s.entry = string(task.Entry)
 	s.closeProfilers()
