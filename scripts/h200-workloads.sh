@@ -51,7 +51,9 @@ for step in $steps; do
     (while :; do echo "$((SECONDS - t0)) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader) $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ' ')"; sleep 2; done) \
       > "$OUT/memory-usage.txt" 2>&1 &
     mon=$!
-    timeout "${MEM_LIMIT:-480}" bin/kagent optimize --kernel-dir .cache/rmsnorm-memory --platform cuda --python "$PY" \
+    # The profiler is not what this run is about (ncu of a 7.5 GB problem
+    # takes 20-30 s a kernel).
+    KAGENT_PROFILE_CANDIDATES=${MEM_PROFILE:-none} timeout "${MEM_LIMIT:-480}" bin/kagent optimize --kernel-dir .cache/rmsnorm-memory --platform cuda --python "$PY" \
       --llm-replay examples/rmsnorm/transcript-memory --llm-replay-match purpose --max-rounds "${MEM_ROUNDS:-3}" \
       --out "$OUT/memory-run" > "$OUT/memory.txt" 2>&1
     echo "memory run exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"

@@ -150,6 +150,13 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	// 2, 3 and 4. Stability of repeated timings, ncu against kagent's time,
 	// and eager A/B against itself.
+	// One session for every problem, reopened on each (its workers stay warm).
+	var ls *worker.Session
+	defer func() {
+		if ls != nil {
+			ls.Close()
+		}
+	}()
 	for _, dir := range strings.Split(o.large, ",") {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
@@ -158,8 +165,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		ls, err := worker.OpenSession(ctx, lt, cfg(warmCache, false))
-		if err != nil {
+		if ls == nil {
+			if ls, err = worker.OpenSession(ctx, lt, cfg(warmCache, false)); err != nil {
+				return err
+			}
+		} else if err := ls.Reopen(ctx, lt); err != nil {
 			return err
 		}
 		if res.Device == "" {
@@ -216,7 +226,6 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		} else {
 			res.AB = append(res.AB, abResult{Problem: dir, AMS: a.MedianMS, BMS: b.MedianMS, Ratio: a.MedianMS / b.MedianMS})
 		}
-		ls.Close()
 		// What is measured so far, in case the benchmark is cut short.
 		if err := write(o.out, res); err != nil {
 			return err
