@@ -140,13 +140,15 @@ type Engine struct {
 // Derived limits (EngineOptions.VerifyTimeout and BenchTimeout left 0): a
 // kernel's step may take LimitFactor times what the same step took for the
 // problem's first kernels (a compile, the user test, the problem's
-// transfers), plus LimitFloor and the problem's load time, at most LimitCap.
+// transfers), plus LimitFloor (room for a candidate that autotunes a few
+// configurations, which the first kernel may not) and the problem's load
+// time, at most LimitCap.
 // Until the first verification passes (the input kernel's) and the first
 // kernel timing is done, the cap applies; the baselines (the problem's own
 // code, torch.compile's compile included) and every step on the cpu
 // platform always get the cap.
 const (
-	LimitFloor  = 10 * time.Second
+	LimitFloor  = 30 * time.Second
 	LimitFactor = 4
 	LimitCap    = 5 * time.Minute
 )
@@ -443,7 +445,7 @@ func faultVerdict(err error, what string, limit time.Duration) (platform.Verdict
 	}
 	switch {
 	case errors.As(err, &te):
-		return fail("timeout", fmt.Sprintf("%s did not finish within %s (an infinite loop, a deadlock or a kernel that never ends); the worker was killed", what, limit))
+		return fail("timeout", fmt.Sprintf("%s did not finish within %s (an infinite loop, a deadlock or a kernel that never ends); the worker was killed (timeouts.verify and timeouts.bench set the limits)", what, limit.Round(time.Second)))
 	case errors.As(err, &xe):
 		how := xe.Error()
 		return fail("crash", fmt.Sprintf("the worker process died during %s: %s", what, how))
