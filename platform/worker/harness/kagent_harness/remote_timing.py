@@ -57,6 +57,9 @@ HOST_CALL_SLACK_MS = 0.02
 # its calls (at least 1 ms, at most DEVICE_BURST_SPIN_MAX_MS) ahead of them.
 DEVICE_BURST_SPIN_FACTOR = 3.0
 DEVICE_BURST_SPIN_MAX_MS = 200.0
+# An empty burst behind a spin takes at least this share of the spin by the
+# judge's clock (the spin's clock rate is calibrated at its fastest).
+SPIN_WALL_SHARE = 0.5
 _rng = random.SystemRandom()
 
 
@@ -232,20 +235,7 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 walls.append((wall() - t0) * 1e3)
                 if n:
                     event_ms = _number(reply.get("event_ms"))
-            own = walls[1] - min(walls[0], walls[2])
-            per_call = event_ms / calls
-            from .timing import HOST_FACTOR, HOST_SLACK_MS
-
-            if FORGE_FACTOR * median + FORGE_SLACK_MS < per_call:
-                return (f"the timed calls reported a median of {median:.4g} ms, but {calls} calls back to back took "
-                        f"{per_call:.4g} ms each: the times the candidate's process reports are not the time its "
-                        f"calls take")
-            limit = HOST_FACTOR * event_ms + HOST_SLACK_MS + HOST_CALL_SLACK_MS * calls
-            if own > limit:
-                return (f"{calls} calls behind a spin took {own:.4g} ms by the judge's clock beyond the spin, but the "
-                        f"candidate's process reported {event_ms:.4g} ms of device time for them (limit {limit:.4g} ms): "
-                        f"the times it reports are not the time its calls take")
-            return ""
+            return device_burst_verdict(median, calls, spin, event_ms, walls[1], min(walls[0], walls[2]))
 
         def _unseen_call(self, times: List[float]) -> str:
             from .timing import UNSEEN_SPIN_CYCLES, _Skip, unseen_verdict
@@ -293,6 +283,39 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             return super().method() + "; run in the candidate's own process, bounded by the judge's clock"
 
     return RemoteTimer()
+
+
+def device_burst_verdict(median: float, calls: int, spin_ms: float, event_ms: float, wall_ms: float,
+                         empty_wall_ms: float) -> str:
+    """The device-time burst's verdict (RemoteTimer._device_burst): ``calls``
+    calls behind a spin of ``spin_ms`` reported ``event_ms`` of device time
+    and took ``wall_ms`` by the judge's clock; the same request with no calls
+    took ``empty_wall_ms``. "" or the reason of a ``timing_forged`` failure.
+
+    - An empty burst that ended well before its spin could have, or a full
+      one that ended before the empty one: the runner did not spin (its
+      reported times would then be free of the judge's bound below).
+    - The burst's device time per call far above the reported median.
+    - The burst's own wall time (beyond the empty one's) far above its
+      reported device time."""
+    from .timing import HOST_FACTOR, HOST_SLACK_MS
+
+    if empty_wall_ms < SPIN_WALL_SHARE * spin_ms or wall_ms < empty_wall_ms - HOST_SLACK_MS:
+        return (f"a burst behind a spin of {spin_ms:.3g} ms took {empty_wall_ms:.3g} ms empty and {wall_ms:.3g} ms with "
+                f"{calls} calls by the judge's clock: the candidate's process does not time its calls the way the "
+                f"harness does")
+    per_call = event_ms / calls
+    if FORGE_FACTOR * median + FORGE_SLACK_MS < per_call:
+        return (f"the timed calls reported a median of {median:.4g} ms, but {calls} calls back to back took "
+                f"{per_call:.4g} ms each: the times the candidate's process reports are not the time its "
+                f"calls take")
+    own = wall_ms - empty_wall_ms
+    limit = HOST_FACTOR * event_ms + HOST_SLACK_MS + HOST_CALL_SLACK_MS * calls
+    if own > limit:
+        return (f"{calls} calls behind a spin took {own:.4g} ms by the judge's clock beyond the spin, but the "
+                f"candidate's process reported {event_ms:.4g} ms of device time for them (limit {limit:.4g} ms): "
+                f"the times it reports are not the time its calls take")
+    return ""
 
 
 def _number(v: Any) -> float:

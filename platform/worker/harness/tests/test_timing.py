@@ -317,3 +317,34 @@ class BenchTest(TempFilesCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DeviceBurstVerdictTest(unittest.TestCase):
+    """The bound on a runner's device-side times (remote_timing): numbers a
+    runner could report, against the judge's wall clock."""
+
+    def verdict(self, **kw: float) -> str:
+        from kagent_harness.remote_timing import device_burst_verdict
+
+        args = {"median": 0.05, "calls": 100, "spin_ms": 30.0, "event_ms": 5.0, "wall_ms": 36.0, "empty_wall_ms": 30.5}
+        args.update(kw)
+        return device_burst_verdict(**args)  # type: ignore[arg-type]
+
+    def test_honest(self) -> None:
+        self.assertEqual(self.verdict(), "")
+        # Host-bound calls: the spin covers their enqueue, so the burst's own
+        # wall time is its device time even when the host is slow per call.
+        self.assertEqual(self.verdict(median=0.01, event_ms=1.0, wall_ms=31.6), "")
+
+    def test_runner_that_skips_the_spin(self) -> None:
+        # Both bursts end long before a 30 ms spin could have.
+        self.assertIn("does not time its calls", self.verdict(wall_ms=6.0, empty_wall_ms=0.5))
+        # Spins only when empty: the full burst ends before the empty one.
+        self.assertIn("does not time its calls", self.verdict(median=0.001, event_ms=0.1, wall_ms=6.0))
+
+    def test_median_below_the_burst(self) -> None:
+        self.assertIn("median", self.verdict(median=0.005, event_ms=10.0, wall_ms=41.0))
+
+    def test_device_time_below_the_judges_clock(self) -> None:
+        # 100 calls took 20 ms beyond the spin; the runner claims 1 ms.
+        self.assertIn("by the judge's clock", self.verdict(median=0.01, event_ms=1.0, wall_ms=50.5))
