@@ -30,9 +30,6 @@ from .chunks import CHUNK
 # output and the rerun's; runner: its input copy and its output).
 VERIFY_X = 4
 VERIFY_Y = 3
-# The comparison scratch: ~40 bytes per element of a CHUNK piece, plus the
-# checksums' weights.
-SCRATCH = 40 * CHUNK + (32 << 20)
 # The least number of draws a problem may store (a public one and the secret one).
 MIN_DRAWS = 2
 # Plan with this share of the free memory (the allocator rounds up, the
@@ -77,9 +74,9 @@ class Plan:
 
 
 def scratch_for(x: int, y: int) -> int:
-    """The comparison scratch of a problem with X and Y bytes: SCRATCH at
-    most, less for tensors smaller than a CHUNK piece (the checksums'
-    weights are always there)."""
+    """The comparison scratch of a problem with X and Y bytes: about 40
+    bytes per element of a CHUNK piece at most, less for tensors smaller than
+    a piece, plus the checksums' 32 MiB of weights."""
     return min(40 * CHUNK, 10 * (x + y)) + (32 << 20)
 
 
@@ -107,7 +104,7 @@ def plan_draws(requested: int, x: int, y: int, params: int, flush: int, free_now
     return Plan(0, per, need_min, free_now + held,
                 f"the problem needs about {gib(need_min)} of device memory (2 stored draws of {gib(x)} of inputs and "
                 f"{gib(y)} of outputs, and verification's working memory), and {gib(free_now + held)} is free: "
-                f"make its tensors smaller (get_inputs, or size: in kagent.yaml) or free the device")
+                f"time a smaller size (kagent.yaml sizes and --size, or get_inputs) or free the device")
 
 
 def tensor_bytes_alive() -> List[Any]:

@@ -70,8 +70,8 @@ class Worker:
         from .loading import load_problem
 
         # Runners of candidates kept from earlier work hold device memory the
-        # new problem's draws may need.
-        self._make_room(self.device.free_memory() + 1 if self.candidates else 0)
+        # new problem's draws may need (its size is not known before it loads).
+        self._drop_all()
         pid = f"p{next(self._ids)}"
         problem = load_problem(req, self.device, pid)
         self.problems[pid] = problem
@@ -134,6 +134,17 @@ class Worker:
             self.device.empty_cache()
             if self.device.free_memory() >= need:
                 return
+        gc.collect()
+        self.device.empty_cache()
+
+    def _drop_all(self) -> None:
+        """Close every kept candidate's runner and return the memory."""
+        import gc
+
+        if not self.candidates:
+            return
+        for key in list(self.candidates):
+            self._drop(key)
         gc.collect()
         self.device.empty_cache()
 
