@@ -137,7 +137,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		c := worker.SessionConfig{Python: o.python, Device: device, Spare: spare, Isolate: true, CacheDir: cacheDir, Logger: log,
 			Engine: worker.EngineOptions{RequireTriton: device == "cuda", Representative: device == "cuda", WarmupMS: 25, RepMS: 100}}
 		if device == "cuda" {
-			c.Profiler = cuda.NCUProfiler(platform.Config{Python: o.python, ProfileTimeout: 5 * time.Minute})
+			c.Profiler = cuda.NCUProfiler(platform.Config{Python: o.python, ProfileTimeout: 2 * time.Minute})
 		}
 		return c
 	}
@@ -179,6 +179,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if lt.KernelPath != "" {
 			kernel.Candidate = platform.Candidate{ID: "input", Path: lt.KernelPath}
 		}
+		log.Info("verifying", "problem", dir)
 		if v, err := ls.Verify(ctx, kernel.Candidate); err != nil || !v.Passed {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s: verify %v %s %s", dir, err, v.Failure, v.Reason))
 		}
@@ -187,6 +188,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			if target.Kind != platform.TargetKernel && !o.baselines {
 				continue
 			}
+			log.Info("timing 5 times", "problem", dir, "target", target.Kind)
 			tst := stability{Problem: dir, Target: string(target.Kind)}
 			var inner []float64
 			for i := 0; i < 5; i++ {
@@ -208,7 +210,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 				st = tst
 			}
 		}
+		if err := write(o.out, res); err != nil {
+			return err
+		}
 		if device == "cuda" && len(st.Medians) > 0 {
+			log.Info("profiling with ncu", "problem", dir)
 			t := time.Now()
 			m, err := ls.Profile(ctx, kernel.Candidate)
 			if err != nil {
@@ -219,6 +225,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 					Kernels: m.Kernels, ProfileS: time.Since(t).Seconds()})
 			}
 		}
+		log.Info("eager against itself", "problem", dir)
 		eager := platform.Target{Kind: platform.TargetEager}
 		a, b, err := ls.Compare(ctx, eager, eager)
 		if err != nil {
