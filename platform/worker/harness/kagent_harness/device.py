@@ -17,6 +17,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import torch
 
+from . import hold
+
 perf_counter: Callable[[], float] = time.perf_counter
 # The cpu device's clock: CPU time of the worker process. A call is timed by
 # the work it did, not by the wall clock, so other processes on the machine
@@ -29,6 +31,7 @@ _cuda_sync: Optional[Callable[..., None]] = torch.cuda.synchronize if _HAS_CUDA_
 _Event: Any = torch.cuda.Event if _HAS_CUDA_API else None
 _ev_record: Any = torch.cuda.Event.record if _HAS_CUDA_API else None
 _ev_elapsed: Any = torch.cuda.Event.elapsed_time if _HAS_CUDA_API else None
+_ev_sync: Any = torch.cuda.Event.synchronize if _HAS_CUDA_API else None
 # A kernel that keeps the device busy for a number of clock cycles (CUDA and
 # ROCm builds of torch): timing enqueues it ahead of a call's start event.
 _cuda_sleep: Optional[Callable[[int], None]] = getattr(torch.cuda, "_sleep", None) if _HAS_CUDA_API else None
@@ -187,12 +190,36 @@ class Device:
             self._spin_rate = max(rates) if rates else 1e6
         return self._spin_rate
 
-    def spin(self, ms: float) -> None:
-        """Enqueue about ``ms`` milliseconds of device work that does nothing:
-        what the host enqueues after it runs once the spin ends, so its own
-        launch time is not in a span that starts after the spin."""
+    def spin(self, ms: float, flush: Optional[torch.Tensor] = None) -> None:
+        """Enqueue about ``ms`` milliseconds of device work that does nothing,
+        after passing the L2 flush buffer ``flush`` through the cache: what the host enqueues
+        after it runs once the spin ends, so its own launch time is not in a
+        span that starts after the spin. On NVIDIA GPUs the spin is a hold
+        (hold.py) that fills every SM, so work on other streams cannot run
+        during it; elsewhere the flush, then a one-thread spin."""
+        if self.is_cuda and (ms > 0 or flush is not None) and hold.hold(ms, flush):
+            return
+        if flush is not None:
+            flush.zero_()
         if ms > 0 and self.can_spin:
             _cuda_sleep(max(1, int(ms * self.spin_cycles_per_ms())))  # type: ignore[misc]
+
+    @property
+    def holds(self) -> bool:
+        """Whether spin() fills every SM (hold.py) in this process."""
+        return self.is_cuda and hold.available()
+
+    def tail_ms(self, end: Any) -> float:
+        """Once the event ``end`` is reached, how long (ms, by the host's
+        clock) the device stays busy with work of any stream: about zero
+        unless work was left running outside the stream ``end`` was recorded
+        on. 0 off CUDA."""
+        if not self.is_cuda:
+            return 0.0
+        _ev_sync(end)
+        t = perf_counter()
+        self.synchronize()
+        return (perf_counter() - t) * 1e3
 
     def event(self) -> Any:
         """A timing event (cuda, xpu) or a host timestamp holder (cpu)."""

@@ -140,6 +140,8 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             self.walls.append((wall() - t0) * 1e3)
             ms = _number(reply.get("ms"))
             self.note_host(_number(reply.get("host_ms")))
+            if self.dev.is_cuda:
+                self.tails.append(_number(reply.get("tail_ms")))
             if recheck:
                 out = self.rc.outputs(reply.get("out"), specs)
                 if out is None and self.problem.allow_inplace:
@@ -238,7 +240,7 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             return device_burst_verdict(median, calls, spin, event_ms, walls[1], min(walls[0], walls[2]))
 
         def _unseen_call(self, times: List[float]) -> str:
-            from .timing import UNSEEN_SPIN_CYCLES, _Skip, unseen_verdict
+            from .timing import UNSEEN_SPIN_MS, _Skip, _spin_available, unseen_verdict
 
             problem = self.problem
             try:
@@ -253,7 +255,8 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             self.rc.poison_outputs(specs)
             try:
                 reply = self.rc.request("timed", {"label": self.label, "args": args, "flush": True, "out": specs,
-                                                  "spin": UNSEEN_SPIN_CYCLES, "sync_back": True},
+                                                  "spin_ms": UNSEEN_SPIN_MS if _spin_available(self.dev) else 0.0,
+                                                  "sync_back": True},
                                         what="the call on new inputs")
             except CheckFailure as failure:
                 if failure.name == "crash":
@@ -262,7 +265,8 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 # has seen fails.
                 self._put_set(j)
                 return f"the call on new inputs failed ({failure.name}): {failure.reason}"
-            times.append(_number(reply.get("ms")))
+            # What the call left running on other streams is its time too.
+            times.append(_number(reply.get("ms")) + _number(reply.get("tail_ms")))
             out = self.rc.outputs(reply.get("out"), specs)
             mutated = before is not None and any(
                 "t" in a and not bits_equal(self.rc.view(a["t"]), x) for a, x in zip(args, inputs))

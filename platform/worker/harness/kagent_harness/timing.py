@@ -82,20 +82,27 @@ ESTIMATE_CALLS = 5
 UNSEEN_DRAWS = 3
 UNSEEN_FACTOR = 3.0
 UNSEEN_SLACK_MS = {"cpu": 1.0, "gpu": 0.02, "gpu_no_spin": 0.1}
-# Device cycles of the spin enqueued before an unseen call's start event
-# (torch.cuda._sleep): the call is launched while the device spins, so its
-# time does not include the host's launch latency after a synchronize.
-UNSEEN_SPIN_CYCLES = 1_000_000
 # Free memory an unseen draw needs, in multiples of one draw's inputs plus
 # twice its outputs (the candidate's and the reference's).
 UNSEEN_MEMORY_FACTOR = 1.5
 DEFAULT_FLUSH_BYTES = 256 << 20
 # The spin ahead of each timed call: SPIN_FACTOR times the host's enqueue time
-# of one call, between SPIN_MIN_MS and SPIN_MAX_MS; a late call raises it to
-# SPIN_FACTOR times that call's host time.
+# of one call (the slowest of the estimate's calls), between SPIN_MIN_MS and
+# SPIN_MAX_MS. Where more than LATE_SHARE of the last LATE_WINDOW calls were
+# late, it grows to SPIN_FACTOR times the 90th percentile of their host times
+# (one slow call, a page fault or a collection, does not change it).
 SPIN_FACTOR = 2.0
-SPIN_MIN_MS = 0.02
+SPIN_MIN_MS = 0.03
 SPIN_MAX_MS = 20.0
+LATE_WINDOW = 20
+LATE_SHARE = 0.1
+# Work left running after a timed call's end event (on another stream): the
+# median over the timed calls of the device's busy time after the end event
+# may not exceed TAIL_FACTOR * median + TAIL_SLACK_MS.
+TAIL_FACTOR = 0.25
+TAIL_SLACK_MS = 0.05
+# The spin ahead of an unseen-input call (ms).
+UNSEEN_SPIN_MS = 0.5
 _rng = random.SystemRandom()
 
 
@@ -330,6 +337,8 @@ class _Timer:
         # the calls enqueued later than their spin ended.
         self.spin_ms = 0.0
         self.late_calls = 0
+        # Per timed call (GPU): the device's busy time after its end event.
+        self.tails: List[float] = []
         # Wall seconds of this timing's phases (PROTOCOL.md, bench: phases).
         self.phases: Dict[str, float] = {}
 
@@ -372,7 +381,7 @@ class _Timer:
                     marks.append((a, b))
                 dev.synchronize()
                 self.estimate_ms = max(1e-4, sum(dev.elapsed_ms(a, b) for a, b in marks) / len(marks))
-                self.spin_ms = spin_for(dev, sorted(hosts)[len(hosts) // 2])
+                self.spin_ms = spin_for(dev, max(hosts))
                 self.warmup_calls = max(1, min(100000, int(math.ceil(self.params.warmup_ms / self.estimate_ms))))
                 for i in range(self.warmup_calls):
                     self._call(self.sets[i % len(self.sets)].inputs)
@@ -389,16 +398,18 @@ class _Timer:
         s = self.sets[i % len(self.sets)]
         if self.restore:
             s.restore()
-        if self.flush is not None:
-            self.flush.zero_()
-        dev.spin(self.spin_ms)
+        dev.spin(self.spin_ms, self.flush)
         a, b = dev.event(), dev.event()
         t0 = perf_counter()
         dev.record(a)
         out = self._call(s.inputs)
         dev.record(b)
         self.note_host((perf_counter() - t0) * 1e3)
-        if self.sync_each:
+        if dev.is_cuda:
+            # Each call alone on the device: the next spin starts on an idle
+            # device, and what the call left running shows as its tail.
+            self.tails.append(dev.tail_ms(b))
+        elif self.sync_each:
             dev.synchronize()
         if recheck:
             if out is None and self.problem.allow_inplace:
@@ -414,7 +425,11 @@ class _Timer:
         self.host_times.append(host_ms)
         if self.spin_ms > 0 and host_ms > self.spin_ms:
             self.late_calls += 1
-            self.spin_ms = min(SPIN_MAX_MS, max(self.spin_ms, SPIN_FACTOR * host_ms))
+            recent = self.host_times[-LATE_WINDOW:]
+            late = sum(1 for h in recent if h > self.spin_ms)
+            if len(recent) >= LATE_WINDOW // 2 and late > LATE_SHARE * len(recent):
+                p90 = sorted(recent)[min(len(recent) - 1, int(0.9 * len(recent)))]
+                self.spin_ms = min(SPIN_MAX_MS, max(self.spin_ms, SPIN_FACTOR * p90))
 
     def finish(self, marks: List[tuple]) -> None:
         self.dev.synchronize()
@@ -531,16 +546,15 @@ class _Timer:
         try:
             with torch.no_grad():
                 dev.synchronize()
-                if self.flush is not None:
-                    self.flush.zero_()
-                if _spin_available(dev):
-                    torch.cuda._sleep(UNSEEN_SPIN_CYCLES)
+                dev.spin(UNSEEN_SPIN_MS if _spin_available(dev) else 0.0, self.flush)
                 a, b = dev.event(), dev.event()
                 dev.record(a)
                 out = self._call(inputs)
                 dev.record(b)
+                # What the call left running on other streams is its time too.
+                tail = dev.tail_ms(b)
                 dev.synchronize()
-                times.append(dev.elapsed_ms(a, b))
+                times.append(dev.elapsed_ms(a, b) + tail)
         except CheckFailure:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -571,7 +585,8 @@ class _Timer:
         if self.dev.is_gpu:
             flush = self.flush.numel() * 4 / (1 << 20) if self.flush is not None else 0
             if self.spin_ms > 0:
-                ahead = (f"device-side: a spin of {self.spin_ms * 1e3:.0f} us ahead of each call's start event "
+                what = "a hold on every SM" if self.dev.holds else "a one-thread spin"
+                ahead = (f"device-side: {what} of {self.spin_ms * 1e3:.0f} us ahead of each call's start event "
                          f"(host launch time outside the span; {self.late_calls} of {len(self.host_times)} calls "
                          f"enqueued after their spin ended)")
             else:
@@ -659,8 +674,28 @@ def _report(timer: _Timer) -> Dict[str, Any]:
             "clock": clock_of(timer),
             "spin_ms": timer.spin_ms,
             "late_calls": timer.late_calls,
+            "hold": timer.dev.holds and timer.spin_ms > 0,
         }
     )
+    if timer.tails:
+        out["tail_ms"] = _stats(timer.tails)["median_ms"]
+    return out
+
+
+def tail_check(tails: List[float], median_ms: float) -> Optional[Dict[str, Any]]:
+    """The timed calls' tails (the device's busy time after each call's end
+    event) against the median: None without tails."""
+    if not tails:
+        return None
+    tail = sorted(tails)[len(tails) // 2]
+    limit = TAIL_FACTOR * median_ms + TAIL_SLACK_MS
+    out: Dict[str, Any] = {"tail_ms": tail, "limit_ms": limit, "calls": len(tails), "passed": tail <= limit}
+    if tail > limit:
+        out["reason"] = (
+            f"after the end event of a timed call the device stayed busy for {tail:.4g} ms (median of {len(tails)} "
+            f"calls; limit {limit:.4g} ms against a timed median of {median_ms:.4g} ms): the call leaves work "
+            f"running outside the timed stream (another stream or a thread); do all of a call's work on the "
+            f"current stream")
     return out
 
 
@@ -669,6 +704,9 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     ``reason`` in its stats (the timing must not be used)."""
     recheck = timer.recheck_result()
     stats["recheck"] = recheck
+    tail = tail_check(timer.tails, stats["median_ms"]) if timer.target.is_kernel else None
+    if tail is not None:
+        stats["tail_check"] = tail
     t0 = perf_counter()
     host = timer.host_check()
     t1 = perf_counter()
@@ -691,6 +729,9 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     elif recheck is not None and not recheck["passed"]:
         stats["failure"] = F.RECHECK
         stats["reason"] = recheck["reason"]
+    elif tail is not None and not tail["passed"]:
+        stats["failure"] = F.HOST_CHECK
+        stats["reason"] = tail["reason"]
     elif unseen is not None and not unseen["passed"]:
         stats["failure"] = F.UNSEEN_INPUTS
         stats["reason"] = unseen["reason"]

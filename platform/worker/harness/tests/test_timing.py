@@ -319,6 +319,46 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class SpinAndTailTest(unittest.TestCase):
+    """The spin's growth on late calls and the tail check, as plain logic."""
+
+    def _timer(self, spin_ms: float) -> object:
+        from kagent_harness import timing
+
+        t = timing._Timer.__new__(timing._Timer)
+        t.host_times, t.late_calls, t.spin_ms = [], 0, spin_ms
+        return t
+
+    def test_one_slow_call_leaves_the_spin(self) -> None:
+        t = self._timer(0.05)
+        for i in range(200):
+            t.note_host(5.0 if i % 40 == 7 else 0.01)
+        self.assertEqual(t.spin_ms, 0.05)
+        self.assertEqual(t.late_calls, 5)
+
+    def test_sustained_late_calls_grow_the_spin(self) -> None:
+        from kagent_harness import timing
+
+        t = self._timer(0.05)
+        for _ in range(30):
+            t.note_host(0.2)
+        self.assertAlmostEqual(t.spin_ms, timing.SPIN_FACTOR * 0.2)
+        for _ in range(30):
+            t.note_host(0.2)
+        self.assertAlmostEqual(t.spin_ms, timing.SPIN_FACTOR * 0.2)
+
+    def test_tail_check(self) -> None:
+        from kagent_harness.timing import tail_check
+
+        self.assertIsNone(tail_check([], 1.0))
+        self.assertTrue(tail_check([0.01] * 50 + [3.0] * 10, 0.02)["passed"])
+        bad = tail_check([6.0] * 50, 0.01)
+        self.assertFalse(bad["passed"])
+        self.assertIn("outside the timed stream", bad["reason"])
+        # A long kernel's own jitter is not a tail.
+        self.assertTrue(tail_check([0.4] * 9, 2.0)["passed"])
+
+
 class DeviceBurstVerdictTest(unittest.TestCase):
     """The bound on a runner's device-side times (remote_timing): numbers a
     runner could report, against the judge's wall clock."""
