@@ -68,6 +68,9 @@ for step in $steps; do
     echo "sweep exit $?" | tee -a "$OUT/steps.log"
     cat "$OUT/sweep-phases.txt"
     [ -f "$OUT/sweep/results.json" ] && "$PY" scripts/kernelbench_phases.py "$OUT/sweep" > /dev/null 2>&1
+    # The run dirs' JSON and logs in one archive (kernels and databases left out).
+    tar czf "$OUT/sweep-json.tgz" --exclude='*.py' --exclude='*.db*' -C "$OUT" sweep sweep.log 2>/dev/null
+    rm -rf "$OUT/sweep"
     ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
   esac
