@@ -127,15 +127,14 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             if self.restore:
                 self._put_set(j)
             s = self.sets[j]
-            specs = self.rc.out_specs(("t", self.label), s.ref) if recheck else []
-            if specs:
-                self.rc.poison_outputs(specs)
             if self.cpu0 is None:
                 self.cpu0 = runner_cpu_seconds(self.rc.pid)
+            # Every timed request is the same: whether this call is checked
+            # is decided here after it returned (its output is then read with
+            # "last_out"), so the call cannot behave differently when checked.
             t0 = wall()
             reply = self.rc.request("timed", {"label": self.label, "args": self.set_args[j], "flush": True,
-                                              "out": specs, "spin_ms": self.spin_ms,
-                                              "sync_back": bool(recheck and self.problem.allow_inplace)},
+                                              "spin_ms": self.spin_ms, "keep": True},
                                     what=f"{self.target.label}: a timed call")
             self.walls.append((wall() - t0) * 1e3)
             ms = _number(reply.get("ms"))
@@ -143,7 +142,11 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             if self.dev.is_cuda:
                 self.tails.append(_number(reply.get("tail_ms")))
             if recheck:
-                out = self.rc.outputs(reply.get("out"), specs)
+                specs = self.rc.out_specs(("t", self.label), s.ref)
+                self.rc.poison_outputs(specs)
+                got = self.rc.request("last_out", {"out": specs, "sync_back": self.problem.allow_inplace},
+                                      what=f"{self.target.label}: a timed call's output")
+                out = self.rc.outputs(got.get("out"), specs)
                 if out is None and self.problem.allow_inplace:
                     out = self.rc.view(self.set_args[j][0]["t"]).clone()
                 self.violations.append(device_violations(out, s.ref, self.tol))

@@ -70,6 +70,10 @@ class Runner:
         self.slots: Dict[int, Tuple[Any, Any]] = {}
         self.views: Dict[Tuple[Any, ...], Any] = {}
         self.mirrors: Dict[Tuple[Any, ...], Any] = {}
+        # The output of the last timed call (kept only until the next
+        # request): the judge reads it with "last_out" when it checks that
+        # call, after the call returned, so the call cannot know it.
+        self.last_out: Any = None
         # Device copies of the input slots: on a GPU; on the CPU only for
         # testing that path (KAGENT_RUNNER_MIRRORS=1).
         self.mirror = self.device.is_gpu or os.environ.get("KAGENT_RUNNER_MIRRORS") == "1"
@@ -440,6 +444,7 @@ class Runner:
         fn = self._fn(str(req["label"]))
         args = self._args(req.get("args") or [])
         dests = [self._tensor(d, mirror=False) if d else None for d in req.get("out") or []]
+        self.last_out = None
         self._trim()
         spin_ms = float(req.get("spin_ms") or 0.0)
         flush = self.flush if req.get("flush") and dev.is_gpu else None
@@ -465,6 +470,19 @@ class Runner:
         if dests:
             reply["out"] = self._describe_out(out, dests, [0])
             dev.synchronize()
+        elif req.get("keep"):
+            self.last_out = out
+        if req.get("sync_back"):
+            self._write_back()
+        return reply
+
+    def op_last_out(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        """The last timed call's output, copied to the judge's buffers (and,
+        with sync_back, the inputs it wrote); then dropped."""
+        dests = [self._tensor(d, mirror=False) if d else None for d in req.get("out") or []]
+        out, self.last_out = self.last_out, None
+        reply = {"out": self._describe_out(out, dests, [0])}
+        self.device.synchronize()
         if req.get("sync_back"):
             self._write_back()
         return reply
@@ -527,6 +545,7 @@ class Runner:
             "call": self.op_call,
             "prepare": self.op_prepare,
             "timed": self.op_timed,
+            "last_out": self.op_last_out,
             "burst": self.op_burst,
             "ping": self.op_ping,
             "release": self.op_release,

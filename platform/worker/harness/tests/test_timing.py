@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import unittest
 
 import torch
@@ -357,6 +358,61 @@ class SpinAndTailTest(unittest.TestCase):
         self.assertIn("outside the timed stream", bad["reason"])
         # A long kernel's own jitter is not a tail.
         self.assertTrue(tail_check([0.4] * 9, 2.0)["passed"])
+
+
+class RemoteTimedRequestTest(unittest.TestCase):
+    """A candidate in its runner cannot tell a checked timed call from an
+    unchecked one: the judge asks for the output after the call returned."""
+
+    def test_checked_and_unchecked_calls_send_the_same_request(self) -> None:
+        from types import SimpleNamespace
+
+        from kagent_harness import remote_timing, timing
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RemoteCallable
+
+        ref = torch.ones(4)
+
+        class FakeRunner:
+            pid = os.getpid()
+
+            def __init__(self) -> None:
+                self.requests: list = []
+
+            def request(self, op: str, payload: dict, what: str = "") -> dict:
+                self.requests.append((op, dict(payload)))
+                if op == "timed":
+                    return {"ms": 1.0, "host_ms": 0.1, "tail_ms": 0.0}
+                if op == "last_out":
+                    return {"out": {"kind": "tensor"}}
+                return {}
+
+            def out_specs(self, key: object, like: object) -> list:
+                return [{"slot": 1}]
+
+            def poison_outputs(self, specs: list) -> None:
+                pass
+
+            def outputs(self, meta: object, specs: list) -> torch.Tensor:
+                return ref.clone()
+
+        rc = FakeRunner()
+        fn = RemoteCallable.__new__(RemoteCallable)
+        fn.rc, fn.label = rc, "k"
+        problem = SimpleNamespace(device=Device("cpu"), allow_inplace=False, atol=1e-5, rtol=1e-5)
+        sets = [timing._InputSet([ref.clone()], ref, None, 0)]
+        t = remote_timing.make_remote_timer(timing._Timer, problem, timing.Target("kernel", fn, True), sets, None,
+                                            None, timing.BenchParams())
+        t.set_args = [[{"t": {"slot": 0}}]]
+        for i, checked in enumerate([False, True, False, True]):
+            t.timed_call(i, checked)
+        timed = [p for op, p in rc.requests if op == "timed"]
+        self.assertEqual(len(timed), 4)
+        for p in timed:
+            self.assertEqual(p, timed[0])
+            self.assertNotIn("out", p)
+        self.assertEqual([op for op, _ in rc.requests], ["timed", "timed", "last_out", "timed", "timed", "last_out"])
+        self.assertEqual(t.checked, 2)
 
 
 class DeviceBurstVerdictTest(unittest.TestCase):
