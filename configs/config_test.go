@@ -237,3 +237,19 @@ func TestEnvPlatformKwargs(t *testing.T) {
 		t.Errorf("a pair without '=': %v", err)
 	}
 }
+
+// TestIgnoredKernelAgentKeys: each KernelAgent key kagent reads but does not
+// act on is named, with what to use instead; a config without them is quiet.
+func TestIgnoredKernelAgentKeys(t *testing.T) {
+	if got := Default().Ignored(); len(got) != 0 {
+		t.Errorf("default config: %q", got)
+	}
+	c := Default()
+	c.SOLImprovementThreshold, c.BottleneckOverride, c.RooflineConfigKA = 0.1, "memory", map[string]any{"x": 1}
+	got := strings.Join(c.Ignored(), "\n")
+	for _, want := range []string{"sol_improvement_threshold", "bottleneck_override", "roofline_config", "roofline.threshold_pct"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in %q", want, got)
+		}
+	}
+}

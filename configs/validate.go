@@ -126,3 +126,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Ignored lists, one line each, the KernelAgent keys this configuration sets
+// that kagent reads but does not act on, and what stands in for each.
+func (c Config) Ignored() []string {
+	var out []string
+	if c.SOLImprovementThreshold != 0 {
+		out = append(out, "sol_improvement_threshold is ignored: promotion follows min_improvement_pct and noise_factor, the roofline stop rule roofline.threshold_pct")
+	}
+	if c.BottleneckOverride != "" {
+		out = append(out, "bottleneck_override is ignored: the diagnosis comes from the profile; a diagnose template (templates:) can steer it")
+	}
+	if len(c.RooflineConfigKA) > 0 {
+		out = append(out, "roofline_config is ignored: set roofline.threshold_pct, roofline.underutilized_pct and roofline.early_stop instead")
+	}
+	return out
+}

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/internal/termtext"
+	"github.com/kagent-dev/kagent/prompts"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=...".
@@ -98,7 +101,44 @@ func loadConfig(c *cli.Context) (configs.Config, configs.Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, src, fmt.Errorf("%s: %w", src.Path, err)
 	}
+	cfg.Templates = templatePaths(cfg.Templates, src.Path, wd)
+	for _, w := range cfg.Ignored() {
+		fmt.Fprintf(c.App.ErrWriter, "kagent: %s: %s\n", src.Path, w)
+	}
 	return cfg, src, nil
+}
+
+// templatePaths makes the files of the templates: map absolute: relative to
+// the config file's folder, or to the working folder for an embedded config.
+func templatePaths(m map[string]string, configPath, wd string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	base := wd
+	if configPath != "" && !strings.HasPrefix(configPath, "embedded:") {
+		base = filepath.Dir(absPath(configPath))
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if v != "" && !filepath.IsAbs(v) {
+			v = filepath.Join(base, v)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// promptSet compiles the prompt templates with the config's templates:
+// overrides (nil without any: the embedded templates).
+func promptSet(cfg configs.Config) (*prompts.Set, error) {
+	if len(cfg.Templates) == 0 {
+		return nil, nil
+	}
+	set, err := prompts.New(prompts.OptionsFromMap(cfg.Templates))
+	if err != nil {
+		return nil, usageError("templates: %v", err)
+	}
+	return set, nil
 }
 
 func versionCommand() *cli.Command {

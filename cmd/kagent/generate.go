@@ -117,6 +117,10 @@ func runGenerate(c *cli.Context) error {
 	if err := llmFlags(c, &cfg); err != nil {
 		return err
 	}
+	set, err := promptSet(cfg)
+	if err != nil {
+		return err
+	}
 	out := c.String("out")
 	if out == "" {
 		out = strings.TrimSuffix(filepath.Base(problem), filepath.Ext(problem))
@@ -158,7 +162,7 @@ func runGenerate(c *cli.Context) error {
 	fmt.Fprintf(w, "kagent: generating a kernel for %s on %s: %d seeds, up to %d refinements each\n",
 		filepath.Base(problem), p.Name(), c.Int("seeds"), cfg.RefineAttempts)
 	res, err := generate.Run(c.Context, generate.Input{Config: cfg, Task: task, Platform: p, Session: sess, LLM: client,
-		Seeds: c.Int("seeds"), Entry: c.String("entry"), Store: st, Progress: w, Logger: log})
+		Seeds: c.Int("seeds"), Entry: c.String("entry"), Store: st, Progress: w, Logger: log, Prompts: set})
 	var af *generate.AllFailedError
 	switch {
 	case errors.As(err, &af):

@@ -26,6 +26,7 @@ import (
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cpu"
+	"github.com/kagent-dev/kagent/prompts"
 )
 
 func optimizeCommand() *cli.Command {
@@ -59,6 +60,8 @@ type runSetup struct {
 	src      configs.Source
 	task     *kerneldir.Task
 	platform platform.Platform
+	// prompts holds the templates: overrides (nil: the embedded templates).
+	prompts *prompts.Set
 }
 
 // setup loads the config, the kernel dir and the platform, in that order, so
@@ -102,7 +105,11 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 	if err != nil {
 		return nil, err
 	}
-	return &runSetup{cfg: cfg, src: src, task: task, platform: p}, nil
+	set, err := promptSet(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &runSetup{cfg: cfg, src: src, task: task, platform: p, prompts: set}, nil
 }
 
 // selectSize sets the task's timed shape from cfg.Size; on the cpu platform
@@ -194,7 +201,7 @@ func runOptimize(c *cli.Context) error {
 	in := agent.RunInput{
 		Config: s.cfg, ConfigYAML: string(cfgYAML), Task: s.task, Platform: s.platform, Store: st, LLM: client,
 		Budget: agent.LLMConfig(s.cfg).Budget, Tuner: agent.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}},
-		Progress: c.App.Writer, WriteOptimized: true, Logger: log,
+		Progress: c.App.Writer, WriteOptimized: true, Logger: log, Prompts: s.prompts,
 	}
 	if out := c.String("out"); out != "" {
 		in.RunDir = absPath(out)
@@ -476,7 +483,8 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	dr, err := agent.DryRun(c.Context, agent.DryRunInput{Config: s.cfg, Task: s.task, Platform: s.platform, LLM: client, RunDir: runDir, Logger: log})
+	dr, err := agent.DryRun(c.Context, agent.DryRunInput{Config: s.cfg, Task: s.task, Platform: s.platform, LLM: client, RunDir: runDir, Logger: log,
+		Prompts: s.prompts})
 	if err != nil {
 		return err
 	}

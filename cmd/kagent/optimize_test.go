@@ -323,3 +323,35 @@ func TestKeysNeverWritten(t *testing.T) {
 		t.Fatalf("only %d files scanned: the run wrote less than expected", scanned)
 	}
 }
+
+// TestTemplatesReachThePrompts: a config's templates: map (paths relative to
+// the config file, KernelAgent names accepted) replaces the embedded
+// templates in a run's prompts; a missing file is a one-line usage error; the
+// KernelAgent keys kagent does not act on are named on stderr.
+func TestTemplatesReachThePrompts(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "opt.j2"), []byte("OVERRIDE-MARK {{ kernel }}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "kagent.yaml")
+	if err := os.WriteFile(cfg, []byte("strategy: noop\nplatform: noop\nsol_improvement_threshold: 0.1\ntemplates:\n  kernel_optimization: opt.j2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	r := run(t, repoRoot(t), "optimize", "--kernel-dir", "examples/rmsnorm", "--config", cfg, "--out", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "round001", "cand1", "optimize.prompt.md"))
+	if err != nil || !strings.Contains(string(b), "OVERRIDE-MARK") || !strings.Contains(string(b), "_rmsnorm_two_pass") {
+		t.Errorf("the optimize prompt does not come from the override (%v):\n%.300s", err, b)
+	}
+	if !strings.Contains(r.stderr, "sol_improvement_threshold is ignored") {
+		t.Errorf("no warning for an ignored KernelAgent key: %q", r.stderr)
+	}
+	if err := os.WriteFile(cfg, []byte("strategy: noop\nplatform: noop\ntemplates:\n  kernel_optimization: missing.j2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, repoRoot(t), "optimize", "--kernel-dir", "examples/rmsnorm", "--config", cfg, "--out", filepath.Join(t.TempDir(), "run"))
+	oneLineError(t, r, ExitUsage, "templates:", "missing.j2")
+}

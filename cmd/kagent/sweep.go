@@ -123,6 +123,9 @@ func sweepArgs(c *cli.Context) (*sweepSetup, error) {
 	if err := llmFlags(c, &s.cfg); err != nil {
 		return nil, err
 	}
+	if _, err := promptSet(s.cfg); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -137,6 +140,10 @@ func runSweep(c *cli.Context) error {
 // localSweep runs the sweep (or its shard) in this process.
 func localSweep(c *cli.Context, s *sweepSetup) error {
 	log := logger(c)
+	set, err := promptSet(s.cfg)
+	if err != nil {
+		return err
+	}
 	// One client for every problem: its concurrency cap bounds the sweep;
 	// the budget applies to each problem (sweep.Local wraps it).
 	shared := s.cfg
@@ -162,7 +169,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	}
 	runner := &sweep.Local{Config: s.cfg, ConfigYAML: string(cfgYAML), Platform: p, LLM: client, Budget: agent.LLMConfig(s.cfg).Budget,
 		Tuner: agent.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}}, Python: s.cfg.Python,
-		Seeds: c.Int("seeds"), Entry: c.String("entry"), Kernels: kernels}
+		Seeds: c.Int("seeds"), Entry: c.String("entry"), Kernels: kernels, Prompts: set}
 	defer runner.Close()
 	o := sweep.Options{Dir: s.dir, Source: s.source, Level: s.level, Selection: s.selection, Strategy: s.cfg.Strategy,
 		Shard: s.shard, Runner: runner, Workers: 1, Logger: log, Progress: c.App.Writer}
