@@ -1,6 +1,10 @@
 package kerneldir
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/kagent-dev/kagent/platform/worker/harness"
+)
 
 // Sentinel errors.
 var (
@@ -8,5 +12,5 @@ var (
 	// names the file and what to change.
 	ErrInvalid = errors.New("invalid kernel dir")
 	// ErrNoPython: no Python interpreter to run the static check.
-	ErrNoPython = errors.New("no Python interpreter")
+	ErrNoPython = harness.ErrNoPython
 )

@@ -3,18 +3,15 @@ package kerneldir
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -219,37 +216,17 @@ type checkReport struct {
 // staticCheck parses the Python files (without importing them) and checks that
 // they define what kagent calls.
 func staticCheck(ctx context.Context, t *Task, shownDir, cache string, o LoadOptions) error {
-	hdir, err := harness.Install(cache)
-	if err != nil {
-		return err
-	}
-	py := o.Python
-	if py == "" {
-		py = "python3"
-	}
 	files := []string{t.ProblemPath}
 	if t.KernelPath != "" {
 		files = append(files, t.KernelPath)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	script := filepath.Join(hdir, harness.Package, "kdir_check.py")
-	cmd := exec.CommandContext(ctx, py, append([]string{script}, files...)...)
-	cmd.Dir = t.Dir
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.Error
-		if errors.As(err, &ee) || errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: %s not found; install Python 3 or set KAGENT_PYTHON", ErrNoPython, py)
-		}
-		return fmt.Errorf("check kernel dir: %s failed: %v: %s", py, err, lastLine(stderr.String()))
-	}
 	var rep checkReport
-	if err := json.Unmarshal(out, &rep); err != nil {
-		return fmt.Errorf("check kernel dir: unreadable report from %s: %w", py, err)
+	sc := harness.Script{Name: "kdir_check.py", Python: o.Python, Args: files, Dir: t.Dir, CacheDir: cache}
+	if err := sc.JSON(ctx, &rep); err != nil {
+		if errors.Is(err, harness.ErrNoPython) {
+			return err
+		}
+		return fmt.Errorf("check kernel dir: %w", err)
 	}
 	shown := func(p string) string { return filepath.Join(shownDir, filepath.Base(p)) }
 	for _, p := range files {
@@ -296,12 +273,4 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

@@ -1,11 +1,15 @@
 package tune
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/kagent-dev/kagent/platform/worker/harness"
+)
 
 // Sentinel errors. Test with errors.Is.
 var (
 	// ErrNoPython: the Python interpreter that parses kernels is missing.
-	ErrNoPython = errors.New("no Python interpreter")
+	ErrNoPython = harness.ErrNoPython
 	// ErrSyntax: the kernel source does not parse as Python.
 	ErrSyntax = errors.New("kernel source does not parse")
 	// ErrSpan: a knob's span does not hold its value in the source (the knob

@@ -16,15 +16,8 @@
 package tune
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -133,44 +126,11 @@ type rawKnob struct {
 
 // Knobs finds the knobs of a kernel source, in source order.
 func (f Finder) Knobs(ctx context.Context, source string) ([]Knob, error) {
-	cache := f.CacheDir
-	if cache == "" {
-		cache = harness.CacheDir()
-	}
-	dir, err := harness.Install(cache)
-	if err != nil {
-		return nil, fmt.Errorf("find knobs: %w", err)
-	}
-	py := f.Python
-	if py == "" {
-		py = "python3"
-	}
-	timeout := f.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	script := filepath.Join(dir, harness.Package, "knobs.py")
-	cmd := exec.CommandContext(ctx, py, "-I", script, "-")
-	cmd.Stdin = strings.NewReader(source)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.Error
-		if errors.As(err, &ee) || errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("find knobs: %w: %s not found", ErrNoPython, py)
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("find knobs: %s: %w", py, ctx.Err())
-		}
-		return nil, fmt.Errorf("find knobs: %s failed: %v: %s", py, err, lastLine(stderr.String()))
-	}
 	var rep report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		return nil, fmt.Errorf("find knobs: unreadable report from %s: %w", py, err)
+	sc := harness.Script{Name: "knobs.py", Python: f.Python, Isolated: true, Args: []string{"-"},
+		Stdin: strings.NewReader(source), Timeout: f.Timeout, CacheDir: f.CacheDir}
+	if err := sc.JSON(ctx, &rep); err != nil {
+		return nil, fmt.Errorf("find knobs: %w", err)
 	}
 	if rep.Error != nil {
 		if rep.Line != nil {
@@ -238,12 +198,4 @@ func check(source string, knobs []Knob) error {
 		}
 	}
 	return nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

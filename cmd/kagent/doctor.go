@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -163,23 +160,8 @@ func defaultPython() string {
 
 func runProbe(ctx context.Context, py string) (pythonProbe, error) {
 	var p pythonProbe
-	dir, err := harness.Install(harness.CacheDir())
-	if err != nil {
-		return p, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, filepath.Join(dir, harness.Package, "probe.py"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return p, fmt.Errorf("%s failed: %v %s", py, err, strings.TrimSpace(stderr.String()))
-	}
-	if err := json.Unmarshal(out, &p); err != nil {
-		return p, fmt.Errorf("unreadable probe output: %w", err)
-	}
-	return p, nil
+	err := harness.Script{Name: "probe.py", Python: py, Timeout: 2 * time.Minute}.JSON(ctx, &p)
+	return p, err
 }
 
 type toolResult struct{ status, detail, full string }
