@@ -49,7 +49,7 @@ test-go: $(PYDEP)
 	GORACE=atexit_sleep_ms=0 TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_PYTHON=$(abspath $(PYTHON)) KAGENT_REQUIRE_TRITON=1 $(GO) test $(GOFLAGS_TEST) ./...
 
 test-python: $(PYDEP)
-	cd platform/worker/harness && TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_DEVICE=cpu TRITON_INTERPRET=1 KAGENT_REQUIRE_TRITON=1 $(abspath $(PYTHON)) -m unittest discover -s tests -t . -v
+	cd harness && TORCHINDUCTOR_CACHE_DIR=$(TEST_INDUCTOR_CACHE) KAGENT_DEVICE=cpu TRITON_INTERPRET=1 KAGENT_REQUIRE_TRITON=1 $(abspath $(PYTHON)) -m unittest discover -s tests -t . -v
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

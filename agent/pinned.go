@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/kerneldir"
 )
 
 // storeEventProblem records the SHA-256 of the problem (and test.py) a run

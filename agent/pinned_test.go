@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/kerneldir"
 )
 
 // TestResumeChecksProblem: a run records the hashes of its problem.py and

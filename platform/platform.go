@@ -18,7 +18,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/roofline"
 )
 

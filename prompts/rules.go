@@ -9,7 +9,7 @@ type Ban struct {
 }
 
 // BannedOperations words, for the model, the ban tables of the verifier's
-// static check (platform/worker/harness/kagent_harness/static_check.py:
+// static check (harness/kagent_harness/static_check.py:
 // BANNED_MODULES, BANNED_QUALIFIED, LIBRARY_OPS/LIBRARY_METHODS, STRICT_OPS,
 // BANNED_BUILTINS, BANNED_ATTRIBUTES). The harness is the authority; keep
 // this list in step when its tables change. It applies to module-level code,

@@ -80,7 +80,7 @@ for step in $steps; do
   pytests)
     # The harness's Python suite on this machine (its GPU tests run here).
     log "python harness suite on cuda"
-    (cd platform/worker/harness && KAGENT_SUITE_PLATFORM=cuda timeout "${PY_LIMIT:-300}" "$PY" -m unittest ${PY_TESTS:-tests.test_gpu} -v) \
+    (cd harness && KAGENT_SUITE_PLATFORM=cuda timeout "${PY_LIMIT:-300}" "$PY" -m unittest ${PY_TESTS:-tests.test_gpu} -v) \
       > "$OUT/python-suite-cuda.txt" 2>&1
     echo "python suite exit $?" | tee -a "$OUT/steps.log"; tail -4 "$OUT/python-suite-cuda.txt"
     ;;

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/llm/llmtest"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cpu"
 )

@@ -28,8 +28,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/internal/sandbox"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cuda"
 	"github.com/kagent-dev/kagent/platform/worker"

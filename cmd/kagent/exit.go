@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/internal/termtext"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker"
 )

@@ -12,10 +12,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kagent-dev/kagent/agent/generate"
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
 )

@@ -19,11 +19,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/agent/kerneldir"
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/roofline"

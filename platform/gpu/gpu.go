@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/roofline"

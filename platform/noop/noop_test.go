@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/noop"
 	"github.com/kagent-dev/kagent/platform/platformtest"

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 )
 

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kagent-dev/kagent/harness"
 	"github.com/kagent-dev/kagent/internal/proc"
 	"github.com/kagent-dev/kagent/internal/sandbox"
-	"github.com/kagent-dev/kagent/platform/worker/harness"
 	"golang.org/x/sys/unix"
 )
 

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/kerneldir"
+	"github.com/kagent-dev/kagent/harness"
+	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker/harness"
 	"github.com/kagent-dev/kagent/profiler/synthetic"
 	"github.com/kagent-dev/kagent/roofline"
 )

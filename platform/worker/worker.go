@@ -24,8 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kagent-dev/kagent/harness"
 	"github.com/kagent-dev/kagent/internal/proc"
-	"github.com/kagent-dev/kagent/platform/worker/harness"
 )
 
 // Options configure one worker process.

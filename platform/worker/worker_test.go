@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform/worker/harness"
+	"github.com/kagent-dev/kagent/harness"
 )
 
 func python(t *testing.T) string {

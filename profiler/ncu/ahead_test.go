@@ -193,7 +193,7 @@ func repoHarness(t *testing.T) (dir, python string) {
 	if python == "" {
 		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "harness"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //	go test -tags gpu -run GPU -v ./profiler/ncu/
 //
 // KAGENT_HARNESS_DIR names the directory holding kagent_harness (default:
-// the repository's platform/worker/harness); KAGENT_NCU the ncu binary.
+// the repository's harness); KAGENT_NCU the ncu binary.
 
 package ncu
 
@@ -58,7 +58,7 @@ def kernel_function(x, y):
 func TestGPUProfileAxpy(t *testing.T) {
 	harness := os.Getenv("KAGENT_HARNESS_DIR")
 	if harness == "" {
-		harness, _ = filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
+		harness, _ = filepath.Abs(filepath.Join("..", "..", "harness"))
 	}
 	if _, err := os.Stat(filepath.Join(harness, "kagent_harness", "loading.py")); err != nil {
 		t.Skipf("no harness at %s: %v", harness, err)
@@ -122,7 +122,7 @@ class ModelNew(torch.nn.Module):
 func TestGPUProfileModelNewShapeOverride(t *testing.T) {
 	harness := os.Getenv("KAGENT_HARNESS_DIR")
 	if harness == "" {
-		harness, _ = filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
+		harness, _ = filepath.Abs(filepath.Join("..", "..", "harness"))
 	}
 	if _, err := os.Stat(filepath.Join(harness, "kagent_harness", "loading.py")); err != nil {
 		t.Skipf("no harness at %s: %v", harness, err)
@@ -153,7 +153,7 @@ func TestGPUProfileModelNewShapeOverride(t *testing.T) {
 func TestGPUProfileBrokenCandidate(t *testing.T) {
 	harness := os.Getenv("KAGENT_HARNESS_DIR")
 	if harness == "" {
-		harness, _ = filepath.Abs(filepath.Join("..", "..", "platform", "worker", "harness"))
+		harness, _ = filepath.Abs(filepath.Join("..", "..", "harness"))
 	}
 	if _, err := os.Stat(filepath.Join(harness, "kagent_harness", "loading.py")); err != nil {
 		t.Skipf("no harness at %s: %v", harness, err)

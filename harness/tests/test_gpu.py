@@ -1,7 +1,7 @@
 """Checks that need a GPU (skipped without one) or Triton (skipped without it).
 
 Run on a GPU machine:
-    KAGENT_SUITE_PLATFORM=cuda python3 -m unittest discover -s platform/worker/harness/tests -t platform/worker/harness
+    KAGENT_SUITE_PLATFORM=cuda python3 -m unittest discover -s harness/tests -t harness
 """
 
 from __future__ import annotations

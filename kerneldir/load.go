@@ -15,8 +15,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kagent-dev/kagent/harness"
 	"github.com/kagent-dev/kagent/internal/safefile"
-	"github.com/kagent-dev/kagent/platform/worker/harness"
 )
 
 // File names of a kernel dir.

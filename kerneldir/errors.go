@@ -3,7 +3,7 @@ package kerneldir
 import (
 	"errors"
 
-	"github.com/kagent-dev/kagent/platform/worker/harness"
+	"github.com/kagent-dev/kagent/harness"
 )
 
 // Sentinel errors.

@@ -16,7 +16,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTDATA_DIR = os.path.join(os.path.dirname(HARNESS_DIR), "testdata")
+TESTDATA_DIR = os.path.join(os.path.dirname(HARNESS_DIR), "platform", "worker", "testdata")
 STDERR_TAIL = 64 << 10
 
 

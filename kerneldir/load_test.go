@@ -59,7 +59,7 @@ func makeDir(t *testing.T, files map[string]string) string {
 }
 
 func TestLoadExample(t *testing.T) {
-	task, err := load(t, "../../examples/rmsnorm")
+	task, err := load(t, "../examples/rmsnorm")
 	if err != nil {
 		t.Fatal(err)
 	}

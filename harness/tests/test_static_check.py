@@ -1057,7 +1057,7 @@ BYPASSES = [
 ]
 
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 # Every kernel the repo ships that must pass: (glob under the repo, require_triton).
 SHIPPED_KERNELS = [
