@@ -173,18 +173,13 @@ func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 	if cfg.StrategyConfig.PolishRounds > 0 && in.Tuner != nil && cfg.Strategy != configs.StrategyTune {
 		l.polish = tuneStrategy{tuner: in.Tuner, max: max(1, cfg.StrategyConfig.MaxVariants)}
 	}
-	if ws, ok := in.Session.(*worker.Session); ok {
-		l.device = ws.Hello.Device.Name
-		l.isolation = ws.Hello.Isolation()
-		l.specs = ws.Specs
+	about := in.Session.About()
+	l.device, l.isolation = about.Device, about.Isolation
+	specs, err := platform.SpecsOf(ctx, in.Platform, in.Session)
+	if err != nil {
+		l.log.Warn("gpu specs unavailable: no roofline peaks", "err", err)
 	}
-	if l.specs.Name == "" {
-		s, err := in.Platform.Specs(ctx)
-		if err != nil {
-			l.log.Warn("gpu specs unavailable: no roofline peaks", "err", err)
-		}
-		l.specs = s
-	}
+	l.specs = specs
 	tp := cfg.TargetPlatform
 	if tp == "" {
 		tp = in.Platform.Name()

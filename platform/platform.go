@@ -210,13 +210,43 @@ type Comparer interface {
 	Compare(ctx context.Context, a, b Target) (Timing, Timing, error)
 }
 
+// SessionInfo is what a session knows of where its candidates run.
+type SessionInfo struct {
+	// Device is the device's name as the worker reported it ("" where
+	// nothing runs).
+	Device string
+	// Isolation says how candidates are kept apart from their judge ("" where
+	// nothing runs).
+	Isolation string
+	// Specs are the GPU's specs as the session resolved them for its device
+	// (zero: ask Platform.Specs; see SpecsOf).
+	Specs roofline.Specs
+}
+
 // Session is a platform bound to one kernel dir: the verifier, benchmarker and
 // profiler all refer to that problem. Close releases workers and files.
 type Session interface {
 	Verifier
 	Benchmarker
 	Profiler
+	// About says where the session's candidates run.
+	About() SessionInfo
+	// Floor is the problem's time floor on the session's device, in ms: its
+	// bytes and FLOPs against the device's peaks. An error where the session
+	// cannot tell (no device, no peaks, no sizes).
+	Floor(ctx context.Context) (float64, error)
 	Close() error
+}
+
+// SpecsOf is the GPU specs of a session's device, or the platform's where the
+// session resolved none.
+func SpecsOf(ctx context.Context, p Platform, s Session) (roofline.Specs, error) {
+	if s != nil {
+		if specs := s.About().Specs; specs.Name != "" {
+			return specs, nil
+		}
+	}
+	return p.Specs(ctx)
 }
 
 // ProfilePreparer is a Session that can get its profiler ready before the
@@ -237,8 +267,6 @@ type Platform interface {
 	Specs(ctx context.Context) (roofline.Specs, error)
 	// Analyzer returns the roofline analyzer for this platform's metrics.
 	Analyzer() RooflineAnalyzer
-	// Guidance is platform-specific advice included in prompts.
-	Guidance() string
 	// Executes reports whether the platform really runs kernels (false for noop).
 	Executes() bool
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/prompts"
 )
 
@@ -249,13 +248,8 @@ func target(ctx context.Context, in Input) prompts.Target {
 	if t.Platform == "" {
 		t.Platform = in.Platform.Name()
 	}
-	if ws, ok := in.Session.(*worker.Session); ok {
-		t.GPU = ws.Specs
-	}
-	if t.GPU.Name == "" {
-		if s, err := in.Platform.Specs(ctx); err == nil {
-			t.GPU = s
-		}
+	if s, err := platform.SpecsOf(ctx, in.Platform, in.Session); err == nil {
+		t.GPU = s
 	}
 	return t
 }
@@ -265,8 +259,8 @@ func (g *gen) open(ctx context.Context) error {
 	g.runID = g.in.RunID
 	if st := g.in.Store; st != nil {
 		device := ""
-		if ws, ok := g.in.Session.(*worker.Session); ok {
-			device = ws.Hello.Device.Name
+		if g.in.Session != nil {
+			device = g.in.Session.About().Device
 		}
 		run, err := st.CreateRun(ctx, store.Run{ID: g.runID, KernelDir: g.in.Task.Dir, Problem: g.in.Task.Name,
 			Strategy: Strategy, Platform: g.in.Platform.Name(), Device: device})

@@ -58,11 +58,8 @@ func runEval(c *cli.Context) error {
 	}
 	defer sess.Close()
 	rep := evalReport{Kernel: cand.Path, Platform: s.platform.Name(), Size: s.task.Options.SizeLabel(), SpeedupVs: map[string]float64{}}
-	ws, _ := sess.(*worker.Session)
-	if ws != nil {
-		rep.Device = ws.Hello.Device.Name
-		rep.Isolation = ws.Hello.Isolation()
-	}
+	about := sess.About()
+	rep.Device, rep.Isolation = about.Device, about.Isolation
 	v, err := sess.Verify(c.Context, cand)
 	if err != nil {
 		return err
@@ -96,10 +93,8 @@ func runEval(c *cli.Context) error {
 				rep.SpeedupVs[string(b)] = bt.MedianMS / k.MedianMS
 			}
 		}
-		if ws != nil {
-			if floor, err := ws.Floor(c.Context); err == nil && floor > 0 {
-				rep.FloorMS, rep.FloorFrac = floor, floor/k.MedianMS
-			}
+		if floor, err := sess.Floor(c.Context); err == nil && floor > 0 {
+			rep.FloorMS, rep.FloorFrac = floor, floor/k.MedianMS
 		}
 	}
 	if c.Bool("json") {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
@@ -45,14 +45,9 @@ func runProfile(c *cli.Context) error {
 		return err
 	}
 	defer sess.Close()
-	var specs roofline.Specs
-	if ws, ok := sess.(*worker.Session); ok {
-		specs = ws.Specs
-	}
-	if specs.Name == "" {
-		if specs, err = s.platform.Specs(c.Context); err != nil {
-			return err
-		}
+	specs, err := platform.SpecsOf(c.Context, s.platform, sess)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	m, err := sess.Profile(c.Context, cand)
@@ -61,10 +56,8 @@ func runProfile(c *cli.Context) error {
 	}
 	rep := profileReport{Kernel: cand.Path, Platform: s.platform.Name(), GPU: specs.Name, Metrics: m,
 		Roofline: s.platform.Analyzer().Analyze(m, specs), Seconds: time.Since(start).Seconds()}
-	if ws, ok := sess.(*worker.Session); ok {
-		if f, err := ws.Floor(c.Context); err == nil {
-			rep.ProblemFloorMS = f
-		}
+	if f, err := sess.Floor(c.Context); err == nil {
+		rep.ProblemFloorMS = f
 	}
 	if c.Bool("json") {
 		b, _ := json.MarshalIndent(rep, "", "  ")

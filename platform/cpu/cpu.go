@@ -92,13 +92,5 @@ func (p *Platform) Analyzer() platform.RooflineAnalyzer {
 	return roofline.Analyzer{Config: roofline.DefaultConfig("synthetic")}
 }
 
-// Guidance is the platform's advice for prompts.
-func (p *Platform) Guidance() string {
-	if p.Triton == TritonOff {
-		return "CPU platform: kernels may be written in plain torch operations; times are not representative of a GPU."
-	}
-	return "CPU platform: Triton kernels run through Triton's interpreter (TRITON_INTERPRET=1); times are not representative of a GPU."
-}
-
 // Interface guards
 var _ platform.Platform = (*Platform)(nil)

@@ -89,11 +89,6 @@ func (p *Platform) Analyzer() platform.RooflineAnalyzer {
 	return roofline.Analyzer{Config: roofline.DefaultConfig("ncu")}
 }
 
-// Guidance is the platform's advice for prompts.
-func (p *Platform) Guidance() string {
-	return "NVIDIA GPU (CUDA): 32-wide warps; Hopper (sm_90) has TMA and wgmma, which Triton uses for tl.dot with num_stages >= 3."
-}
-
 // NCUProfiler returns the factory of Nsight Compute profilers that cuda
 // sessions use, for callers that build worker sessions themselves. Their
 // profiles start no process ahead.

@@ -54,13 +54,15 @@ func (p *Platform) Specs(context.Context) (roofline.Specs, error) {
 // Analyzer returns the default roofline analyzer.
 func (p *Platform) Analyzer() platform.RooflineAnalyzer { return analyzer{} }
 
-// Guidance is empty beyond a note: prompts rendered in a dry run carry the
-// target platform's guidance, chosen by target_platform.
-func (p *Platform) Guidance() string {
-	return "Dry run: no GPU executes these kernels."
-}
-
 type session struct{}
+
+// About is empty: nothing runs.
+func (session) About() platform.SessionInfo { return platform.SessionInfo{} }
+
+// Floor is unknown: there is no device.
+func (session) Floor(context.Context) (float64, error) {
+	return 0, fmt.Errorf("%w: noop has no device", platform.ErrNotExecuted)
+}
 
 func (session) Verify(context.Context, platform.Candidate) (platform.Verdict, error) {
 	return platform.Verdict{}, platform.ErrNotExecuted

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/kagent-dev/kagent/kerneldir"
@@ -27,9 +26,6 @@ func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
 		}
 		if _, err := platform.Lookup(p.Name()); err != nil {
 			t.Errorf("platform %q is not registered under its own name: %v", p.Name(), err)
-		}
-		if strings.TrimSpace(p.Guidance()) == "" {
-			t.Error("Guidance() is empty")
 		}
 		if p.Analyzer() == nil {
 			t.Error("Analyzer() is nil")
@@ -65,9 +61,24 @@ func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
 			if _, err := sess.Profile(ctx, good); !errors.Is(err, platform.ErrNotExecuted) {
 				t.Errorf("Profile = %v; want ErrNotExecuted", err)
 			}
+			if a := sess.About(); a.Device != "" || a.Isolation != "" {
+				t.Errorf("About = %+v; want nothing where nothing runs", a)
+			}
+			if _, err := sess.Floor(ctx); err == nil {
+				t.Error("Floor succeeded where nothing runs")
+			}
 		})
 		return
 	}
+	t.Run("about", func(t *testing.T) {
+		a := sess.About()
+		if a.Device == "" || a.Isolation == "" {
+			t.Errorf("About = %+v: want the device and the isolation of candidates", a)
+		}
+		if _, err := platform.SpecsOf(ctx, p, sess); err != nil {
+			t.Errorf("SpecsOf: %v", err)
+		}
+	})
 	t.Run("verify correct kernel", func(t *testing.T) {
 		v, err := sess.Verify(ctx, good)
 		if err != nil {

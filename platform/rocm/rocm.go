@@ -185,10 +185,5 @@ func (p *Platform) Analyzer() platform.RooflineAnalyzer {
 	return roofline.Analyzer{Config: roofline.DefaultConfig("rocprof")}
 }
 
-// Guidance is the platform's advice for prompts.
-func (p *Platform) Guidance() string {
-	return "AMD GPUs run 64-wide wavefronts: use block sizes in multiples of 64 and num_warps 4 or 8."
-}
-
 // Interface guards
 var _ platform.Platform = (*Platform)(nil)

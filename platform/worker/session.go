@@ -391,6 +391,12 @@ var (
 	_ platform.ProfilePreparer = (*Session)(nil)
 )
 
+// About says where the session's candidates run: the device and isolation
+// its worker reported at start, and the specs resolved for that device.
+func (s *Session) About() platform.SessionInfo {
+	return platform.SessionInfo{Device: s.Hello.Device.Name, Isolation: s.Hello.Isolation(), Specs: s.Specs}
+}
+
 // Floor returns the roofline floor of one call of the problem on the
 // session's GPU (0 when the GPU has no specs, e.g. the cpu platform).
 func (s *Session) Floor(ctx context.Context) (float64, error) {

@@ -102,10 +102,5 @@ func (p *Platform) Analyzer() platform.RooflineAnalyzer {
 	return roofline.Analyzer{Config: roofline.DefaultConfig("synthetic")}
 }
 
-// Guidance is the platform's advice for prompts.
-func (p *Platform) Guidance() string {
-	return "Intel GPUs: use the 'xpu' device, sub-group size 16, block sizes 64 to 512, num_warps 4, 8 or 16."
-}
-
 // Interface guards
 var _ platform.Platform = (*Platform)(nil)
