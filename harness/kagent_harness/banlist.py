@@ -8,7 +8,7 @@ matched by attribute name, Triton function bodies are exempt).
 
 from __future__ import annotations
 
-from typing import Dict, Set
+from typing import Dict, List, Set, Tuple
 
 # Modules a kernel file may not import or use, with the reason shown to the LLM.
 BANNED_MODULES: Dict[str, str] = {
@@ -401,3 +401,111 @@ INFO_CALLS: Set[str] = {"torch.finfo", "torch.iinfo"}
 
 # Names of the reference problem's module (importing it leaks the reference).
 PROBLEM_MODULES: Set[str] = {"problem", "reference"}
+
+
+# The ban list as the LLM reads it (prompts/rules.go renders it into the Triton
+# rules of every prompt; the prompts package embeds the export of this table,
+# prompts/bans.json, which tests/test_static_check.py keeps equal to it). Each
+# rule: what is banned, why, and the table names it speaks for: a name, a
+# prefix of dotted names ("torch.set_" covers torch.set_grad_enabled), a
+# pattern ending in * ("f_*"), or "module:*" (any module outside
+# ALLOWED_IMPORTS). Every name of the tables above is covered by a rule.
+PROMPT_RULES: List[Tuple[str, str, Tuple[str, ...]]] = [
+    ('imports other than torch, triton and these standard modules: abc, bisect, cmath, collections, contextlib, copy, dataclasses, decimal, enum, faulthandler, fractions, functools, heapq, itertools, json, math, numbers, operator, os, random, re, statistics, sys, textwrap, time, typing, typing_extensions, warnings; and from os, sys, time and warnings anything but os.environ (read only), os.getenv, os.path, os.cpu_count, sys.stdout/stderr/exit/version_info/platform/maxsize, time.perf_counter/time/monotonic/sleep, warnings.warn',
+     'other modules (pydoc, unittest.mock, string, traceback, logging, ...) reach objects by name or open files',
+     ('module:*',)),
+    ('using a module, a library function or a library class as a value: passing it, storing it in a list, dict or attribute, returning it, binding it with =, for, with or := (T = torch, f = torch.empty, [F]); use modules only as torch.name and call library functions where they are needed',
+     'names the check cannot follow would hide what is called',
+     ()),
+    ('the reference Model, or importing the problem module',
+     'it would run the reference',
+     ()),
+    ('torch.nn.functional (F.*), torch.ops.* (torch.ops.aten.*), torch.linalg / torch.fft / torch.sparse / torch.func / torch.utils',
+     'PyTorch would compute the result',
+     ('torch.nn.functional', 'torch.ops', 'torch.linalg', 'torch.fft', 'torch.sparse', 'torch.func', 'torch.utils')),
+    ('calling torch.nn layers in any way (self.fc(x), self.layers[i](x), for layer in self.layers: layer(x), .forward, .children(), .modules(), .apply), building them anywhere but as model attributes (self.fc = nn.Linear(...)), or subclassing them; read their parameters (self.fc.weight) and compute in Triton',
+     'PyTorch would compute the result',
+     ('add_module', 'apply', 'children', 'get_submodule', 'modules', 'named_children', 'named_modules', 'register_module')),
+    ('torch matrix products: matmul, mm, bmm, addmm, baddbmm, mv, dot, einsum, tensordot, linear, the @ operator on tensors',
+     'cuBLAS would compute the result',
+     ('operator.matmul', 'operator.imatmul')),
+    ('torch convolutions, pooling, attention, embedding, dropout, interpolation and loss functions',
+     'PyTorch would compute the result',
+     ()),
+    ('torch reductions, scans and sorts, as functions or tensor methods: sum, mean, max, min, amax, amin, prod, var, std, norm, cumsum, logsumexp, argmax, topk, sort, sum_to_size, index_add, scatter_add, ...',
+     'PyTorch would compute the result',
+     ()),
+    ('torch softmax, log_softmax and normalizations (layer_norm, batch_norm, group_norm, instance_norm, rms_norm)',
+     'PyTorch would compute the result',
+     ()),
+    ('torch elementwise math outside Triton on a GPU: exp, log, sqrt, rsqrt, pow, abs, where, clamp, maximum, relu, sigmoid, tanh, gelu, silu, ...',
+     'the math belongs in the Triton kernel',
+     ()),
+    ('other array libraries and compilers: numpy, cupy, scipy, jax, numba, pycuda, cuda bindings, cutlass, torch.utils.cpp_extension',
+     'the kernel must compute in Triton',
+     ()),
+    ('torch.compile, torch.jit, torch.export',
+     'another compiler would produce the kernel',
+     ('torch.compile', 'torch.jit', 'torch.export')),
+    ("torch's and Triton's internals and services: torch.nested, torch.ao, torch.quantization, torch.library, torch.classes, torch.overrides, torch.fx, torch.distributed, torch.multiprocessing, torch.hub, torch.onnx, torch.package, torch.testing, torch.profiler and torch.autograd's profiler and graph hooks, torch.load, torch.save, torch.serialization, torch.get_device_module, torch.cuda.memory, torch.cuda.jiterator; triton.compile, triton.compiler, triton.backends, triton.runtime's build and cache, triton.testing, triton.tools, a driver's load_binary or set_active",
+     'they compute, compile or load code outside the kernel, or reach into the harness',
+     ('torch.nested', 'torch.ao', 'torch.quantization', 'torch.library', 'torch.classes', 'torch.overrides', 'torch.fx', 'torch.distributed', 'torch.multiprocessing', 'torch.hub', 'torch.onnx', 'torch.package', 'torch.testing', 'torch.profiler', 'torch.autograd.profiler', 'torch.autograd.graph', 'torch.load', 'torch.save', 'torch.serialization', 'torch.get_device_module', 'torch.cuda.memory', 'torch.cuda.jiterator', 'triton.compile', 'triton.compiler', 'triton.backends', 'triton.runtime.build', 'triton.runtime.cache', 'triton.testing', 'triton.tools', 'load_binary', 'set_active')),
+    ('CUDA/HIP streams and graphs (torch.cuda.Stream, torch.cuda.stream, torch.cuda.graph, CUDAGraph)',
+     'work would escape the timed stream',
+     ('torch.Stream', 'torch.cuda.Stream', 'torch.cuda.stream', 'torch.cuda.streams', 'torch.cuda.ExternalStream', 'torch.cuda.set_stream', 'set_current_stream', 'torch.cuda.graph', 'torch.cuda.graphs', 'torch.cuda.CUDAGraph', 'torch.cuda.make_graphed_callables')),
+    ('threads, processes and event loops (threading, multiprocessing, concurrent.futures, asyncio, subprocess, os.system, os.popen, os.fork, os.exec*, os.spawn*, os.kill)',
+     'work would run outside the timed call',
+     ('os.fork', 'os.forkpty', 'os.system', 'os.popen', 'os.posix_spawn', 'os.posix_spawnp', 'os.spawn', 'os.exec', 'os.kill', 'os.killpg')),
+    ("ctypes, cffi, mmap, importlib, pickle, eval, exec, compile, __import__, globals(), vars(), type(), id(), getattr/setattr/hasattr with a computed name, dunder attributes (__dict__, __class__, __globals__ ...; super().__init__() is fine), private attributes the kernel did not set (x._base, self._modules), str.format fields that reach attributes, locals(), dir(), memoryview, breakpoint(), help(), input(), exit(), __file__ and the module's __spec__ and __loader__, functools.singledispatch, operator.attrgetter and methodcaller, typing's get_type_hints and ForwardRef",
+     'they hide what is called or reach into the process',
+     ('eval', 'exec', 'compile', '__import__', 'globals', 'vars', 'type', 'id', 'getattr', 'setattr', 'hasattr', 'delattr', 'locals', 'dir', 'memoryview', 'breakpoint', 'help', 'input', 'exit', 'quit', '__build_class__', '__builtins__', '__file__', '__loader__', '__spec__', '__*', 'obj', 'functools.singledispatch', 'operator.attrgetter', 'operator.methodcaller', 'typing.*', 'typing_extensions.*')),
+    ('writing sys.modules, os.environ, builtins, torch.set_* or global RNG state, or attributes of torch, triton, time or the harness (monkeypatching), tracer, profiler and audit hooks (sys.settrace, sys.setprofile, sys.addaudithook), the working folder (os.chdir)',
+     'they tamper with the measurement',
+     ('sys.modules', 'sys.meta_path', 'sys.path_hooks', 'os.putenv', 'os.unsetenv', 'os.chdir', 'torch.set_', 'torch.cuda.set_', 'torch.manual_seed', 'torch.seed', 'torch.random', 'torch.cuda.manual_seed', 'torch.cuda.manual_seed_all', 'torch.cuda.set_rng_state', 'torch.use_deterministic_algorithms', 'sys.settrace', 'sys.setprofile', 'sys.addaudithook')),
+    ('sys.argv, inspect, sys._getframe, stack frames, gc, or anything else that tells a test from a benchmark',
+     'a kernel must behave the same whenever it is called',
+     ('sys.argv', 'sys.orig_argv', 'sys._getframe', 'f_*', 'tb_frame', 'gi_frame', 'cr_frame', 'ag_frame')),
+    ('caching outputs, or anything computed from the inputs, across calls (keyed by id(), data_ptr, shape or content, or functools caches on tensors; caching launch configs computed from sizes is fine)',
+     'the verifier calls the kernel on refilled buffers and on inputs it has never seen, and compares the times',
+     ()),
+    ('open(), sockets and raw file descriptors',
+     'a kernel reads and writes only its tensors',
+     ('open', 'os.open', 'os.read', 'os.write', 'os.writev', 'os.pwrite', 'os.dup', 'os.dup2', 'os.fdopen', 'os.pipe', 'os.sendfile')),
+]
+
+
+def rule_covers(pattern: str, name: str, module: bool) -> bool:
+    """Whether a PROMPT_RULES pattern speaks for a table name (``module``: the
+    name is one of BANNED_MODULES)."""
+    if pattern == "module:*":
+        return module and name.split(".")[0] not in ALLOWED_IMPORTS
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    return name == pattern or name.startswith(pattern + ".") or (pattern.endswith("_") and name.startswith(pattern))
+
+
+def uncovered() -> List[str]:
+    """The table names no rule of PROMPT_RULES speaks for (should be none)."""
+    tables = [(BANNED_MODULES, True), (BANNED_QUALIFIED, False), (BANNED_BUILTINS, False), (BANNED_ATTRIBUTES, False),
+              (BANNED_METHOD_NAMES, False), (BANNED_STRING_PREFIXES, False)]
+    out = []
+    for table, module in tables:
+        for name in table:
+            if not any(rule_covers(p, name, module) for _w, _y, pats in PROMPT_RULES for p in pats):
+                out.append(name)
+    return sorted(out)
+
+
+def export() -> Dict[str, object]:
+    """PROMPT_RULES as prompts/bans.json holds it."""
+    return {"source": "harness/kagent_harness/banlist.py (PROMPT_RULES); regenerate with "
+                      "python -m kagent_harness.banlist > ../prompts/bans.json",
+            "rules": [{"what": w, "why": y} for w, y, _p in PROMPT_RULES]}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    json.dump(export(), sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")

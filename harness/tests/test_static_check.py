@@ -1132,11 +1132,25 @@ class StaticCheckTable(unittest.TestCase):
                     self.assertNotIn(os.path.basename(path), STATIC_NOW)
                     self.assertTrue(res.passed, f"{e['name']}: {res.reason}")
 
+    def test_prompt_rules_are_the_exported_ban_list(self) -> None:
+        # The prompts embed prompts/bans.json, the export of PROMPT_RULES.
+        with open(os.path.join(REPO, "prompts", "bans.json"), encoding="utf-8") as f:
+            committed = json.load(f)
+        self.assertEqual(committed, banlist.export(),
+                         "prompts/bans.json is stale: run python -m kagent_harness.banlist > ../prompts/bans.json in harness/")
+
+    def test_every_ban_is_worded_for_the_model(self) -> None:
+        # A name added to a ban table needs a rule the model reads.
+        self.assertEqual(banlist.uncovered(), [])
+        self.assertFalse(banlist.rule_covers("torch.set_", "torch.settings", False))
+        self.assertTrue(banlist.rule_covers("torch.set_", "torch.set_grad_enabled", False))
+        self.assertTrue(banlist.rule_covers("module:*", "socket", True))
+        self.assertFalse(banlist.rule_covers("module:*", "math", True))
+
     def test_prompt_prose_agrees(self) -> None:
-        # prompts/rules.go words the ban list for the LLM; its first entry lists
-        # the allowed imports and the allow-listed attributes of MODULE_ATTRIBUTES.
-        with open(os.path.join(REPO, "prompts", "rules.go"), encoding="utf-8") as f:
-            go = f.read()
+        # The first rule lists the allowed imports and the allow-listed
+        # attributes of MODULE_ATTRIBUTES.
+        go = "\n".join(w + " " + y for w, y, _p in banlist.PROMPT_RULES)
         m = re.search(r'standard modules: ([a-z_, ]+);', go)
         self.assertIsNotNone(m, "rules.go: the imports entry is missing")
         listed = {n.strip() for n in m.group(1).split(",")}  # type: ignore[union-attr]
