@@ -52,7 +52,7 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 // seeds. A best that fails is rejected with the gate's verdict and the one
 // promoted before it is tried, down to the input kernel.
 func (l *loop) acceptanceGate(ctx context.Context) (*platform.Verdict, error) {
-	acc, ok := l.in.Session.(accepter)
+	acc, ok := l.in.Session.(platform.Accepter)
 	if !ok || l.bestID == inputID {
 		return nil, nil
 	}
@@ -137,12 +137,10 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 		res.RunDir = l.art.dir
 	}
 	res.Usage = l.usage(ctx)
-	if f, ok := l.in.Session.(floorer); ok {
-		if ms, err := f.Floor(ctx); err == nil {
-			res.FloorMS = ms
-		} else if ctx.Err() == nil {
-			l.log.Warn("roofline floor unavailable", "err", err)
-		}
+	if ms, err := l.in.Session.Floor(ctx); err == nil {
+		res.FloorMS = ms
+	} else if ctx.Err() == nil {
+		l.log.Warn("roofline floor unavailable", "err", err)
 	}
 	cs, err := l.st.Candidates(ctx, l.runID, store.CandidateFilter{})
 	if err != nil {

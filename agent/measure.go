@@ -22,23 +22,6 @@ const (
 	failGate     = "acceptance"
 )
 
-// problemInfoer is implemented by worker-backed sessions: the problem's
-// tensor sizes and FLOPs, for the synthetic roofline.
-type problemInfoer interface {
-	Info(ctx context.Context) (worker.ProblemInfo, error)
-}
-
-// floorer is implemented by worker-backed sessions: the problem's roofline
-// floor on the session's GPU (0 without specs).
-type floorer interface {
-	Floor(ctx context.Context) (float64, error)
-}
-
-// accepter is implemented by sessions with an acceptance gate.
-type accepter interface {
-	Accept(ctx context.Context, c platform.Candidate) (platform.Verdict, error)
-}
-
 // rejection builds a failed verdict with one check.
 func rejection(name, reason string) platform.Verdict {
 	return platform.Verdict{Failure: name, Reason: reason, Checks: []platform.Check{{Name: name, Reason: reason}}}
@@ -124,9 +107,9 @@ func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Tim
 }
 
 // problemInfo asks a worker-backed session for the problem's tensors, once.
-func (l *loop) problemInfo(ctx context.Context) (worker.ProblemInfo, bool) {
+func (l *loop) problemInfo(ctx context.Context) (platform.ProblemInfo, bool) {
 	l.infoOnce.Do(func() {
-		pi, ok := l.in.Session.(problemInfoer)
+		pi, ok := l.in.Session.(platform.ProblemInformer)
 		if !ok {
 			return
 		}
@@ -138,7 +121,7 @@ func (l *loop) problemInfo(ctx context.Context) (worker.ProblemInfo, bool) {
 		l.info = &info
 	})
 	if l.info == nil {
-		return worker.ProblemInfo{}, false
+		return platform.ProblemInfo{}, false
 	}
 	return *l.info, true
 }

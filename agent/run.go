@@ -14,7 +14,6 @@ import (
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/roofline"
 )
@@ -49,7 +48,7 @@ type loop struct {
 	prior store.Usage
 
 	infoOnce sync.Once
-	info     *worker.ProblemInfo
+	info     *platform.ProblemInfo
 
 	mu         sync.Mutex
 	budgetStop string

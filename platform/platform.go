@@ -204,12 +204,6 @@ type RooflineAnalyzer interface {
 	Analyze(m roofline.Metrics, s roofline.Specs) roofline.Result
 }
 
-// Comparer times two targets interleaved (A B A B ...) so that both see the
-// same machine state. Optional: found by type assertion on a Benchmarker.
-type Comparer interface {
-	Compare(ctx context.Context, a, b Target) (Timing, Timing, error)
-}
-
 // SessionInfo is what a session knows of where its candidates run.
 type SessionInfo struct {
 	// Device is the device's name as the worker reported it ("" where
@@ -247,14 +241,6 @@ func SpecsOf(ctx context.Context, p Platform, s Session) (roofline.Specs, error)
 		}
 	}
 	return p.Specs(ctx)
-}
-
-// ProfilePreparer is a Session that can get its profiler ready before the
-// first profile, so that the profiler's start-up overlaps other work
-// (worker sessions with ncu start the profiled process early). It returns
-// at once.
-type ProfilePreparer interface {
-	PrepareProfile()
 }
 
 // Platform is one vendor stack.

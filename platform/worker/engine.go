@@ -46,35 +46,12 @@ func (r LoadRequest) Repin() error {
 	return r.repin()
 }
 
-// TensorInfo describes one input or output tensor.
-type TensorInfo struct {
-	Shape []int64 `json:"shape"`
-	DType string  `json:"dtype"`
-}
-
-// ProblemInfo is the load_problem result.
-type ProblemInfo struct {
-	ProblemID string       `json:"problem_id"`
-	Inputs    []TensorInfo `json:"inputs"`
-	Outputs   []TensorInfo `json:"outputs"`
-	BytesIn   float64      `json:"bytes_in"`
-	BytesOut  float64      `json:"bytes_out"`
-	FLOPs     *float64     `json:"flops"`
-	// FLOPsNote says how FLOPs were counted, or why they were not.
-	FLOPsNote string `json:"flops_note"`
-	TF32      string `json:"tf32"`
-	// Memory is the worker's plan for the stored draws (nil: not planned).
-	Memory *MemoryPlan `json:"memory,omitempty"`
-}
-
-// MemoryPlan says how many draws a worker stores and why (PROTOCOL.md,
-// Memory): Note is empty when every requested draw fits.
-type MemoryPlan struct {
-	Draws     int     `json:"draws"`
-	NeedBytes float64 `json:"need_bytes"`
-	FreeBytes float64 `json:"free_bytes"`
-	Note      string  `json:"note"`
-}
+// The problem's description, as the platform contract names it.
+type (
+	TensorInfo  = platform.TensorInfo
+	ProblemInfo = platform.ProblemInfo
+	MemoryPlan  = platform.MemoryPlan
+)
 
 // PublicSeeds are the draws every run uses; a secret seed is added per run.
 var PublicSeeds = []int64{1, 2}

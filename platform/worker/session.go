@@ -389,6 +389,9 @@ func (s *Session) syntheticProfile(ctx context.Context, c platform.Candidate, re
 var (
 	_ platform.Session         = (*Session)(nil)
 	_ platform.ProfilePreparer = (*Session)(nil)
+	_ platform.Comparer        = (*Session)(nil)
+	_ platform.Accepter        = (*Session)(nil)
+	_ platform.ProblemInformer = (*Session)(nil)
 )
 
 // About says where the session's candidates run: the device and isolation
