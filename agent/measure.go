@@ -2,24 +2,17 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/roofline"
 )
 
-// Failure names the loop itself gives (the harness names the others:
-// static, correctness, caching, ...).
+// Failure names the loop itself gives (the harness and the platform's
+// faults name the others: static, correctness, physical_limit, timeout, ...).
 const (
-	failExtract  = "extract"        // the reply held no Python code
-	failDup      = "duplicate"      // the source repeats a candidate of the run
-	failPhysical = "physical_limit" // faster than the roofline floor allows
-	failRecheck  = "recheck"        // timed outputs no longer matched the reference
-	failTimeout  = "timeout"
-	failCrash    = "crash"
-	failGate     = "acceptance"
+	failExtract = "extract"   // the reply held no Python code
+	failDup     = "duplicate" // the source repeats a candidate of the run
+	failGate    = "acceptance"
 )
 
 // rejection builds a failed verdict with one check.
@@ -32,30 +25,8 @@ func rejection(name, reason string) platform.Verdict {
 // changed, a crash, a hang, a failed check while timing). ok is false for
 // errors that are not the candidate's doing: those end the run.
 func timingFault(err error) (platform.Verdict, bool) {
-	var pe *worker.PhysicalLimitError
-	var re *worker.RecheckError
-	var te *worker.TimeoutError
-	var xe *worker.ExitError
-	var ye *worker.ReplyError
-	switch {
-	case errors.As(err, &pe):
-		return rejection(failPhysical, pe.Err.Error()), true
-	case errors.As(err, &re):
-		name := re.Check
-		if name == "" {
-			name = failRecheck
-		}
-		return rejection(name, re.Reason), true
-	case errors.As(err, &te):
-		return rejection(failTimeout, fmt.Sprintf("timing did not finish within %s; the worker was killed", te.After)), true
-	case errors.As(err, &xe):
-		return rejection(failCrash, "the worker process died while timing: "+xe.Error()), true
-	case errors.As(err, &ye):
-		var pe *worker.ProblemError
-		if errors.As(err, &pe) {
-			return platform.Verdict{}, false
-		}
-		return rejection(ye.Kind, ye.Message), true
+	if f, ok := platform.FaultOf(err); ok {
+		return rejection(f.Check, f.Reason), true
 	}
 	return platform.Verdict{}, false
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/kagent-dev/kagent/internal/safefile"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
 )
 
 func evalCommand() *cli.Command {
@@ -72,14 +70,12 @@ func runEval(c *cli.Context) error {
 	byKind := map[platform.TargetKind]platform.Timing{}
 	for _, t := range targets {
 		tm, err := sess.Time(c.Context, t)
-		var pe *worker.PhysicalLimitError
-		var re *worker.RecheckError
-		switch {
-		case errors.As(err, &pe):
-			rep.Verdict = failVerdict(rep.Verdict, "physical_limit", pe.Err.Error())
-		case errors.As(err, &re):
-			rep.Verdict = failVerdict(rep.Verdict, re.Check, re.Reason)
-		case err != nil:
+		if f, ok := platform.FaultOf(err); ok {
+			rep.Verdict = failVerdict(rep.Verdict, f.Check, f.Reason)
+			if tm.N == 0 {
+				continue // nothing was timed (a hang, a crash)
+			}
+		} else if err != nil {
 			return err
 		}
 		rep.Representative = tm.Representative

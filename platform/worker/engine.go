@@ -135,6 +135,9 @@ type ProblemError struct{ Err error }
 func (e *ProblemError) Error() string { return "load problem: " + e.Err.Error() }
 func (e *ProblemError) Unwrap() error { return e.Err }
 
+// Fault: a problem that cannot be loaded is never the candidate's fault.
+func (e *ProblemError) Fault() (*platform.Fault, bool) { return nil, false }
+
 // with leases a worker with the problem loaded and runs fn on it.
 func (e *Engine) with(ctx context.Context, fn func(w *Lease, problemID string) error) error {
 	l, err := e.pool.Acquire(ctx)
@@ -448,6 +451,15 @@ type RecheckError struct {
 }
 
 func (e *RecheckError) Error() string { return e.Check + ": " + e.Reason }
+
+// Fault: a check failed while the candidate was timed.
+func (e *RecheckError) Fault() (*platform.Fault, bool) {
+	check := e.Check
+	if check == "" {
+		check = "recheck"
+	}
+	return &platform.Fault{Check: check, Reason: e.Reason}, true
+}
 
 // failure returns the check that failed while timing, if any.
 func (s benchStats) failure() error {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kagent-dev/kagent/platform"
 )
 
 // Sentinel errors.
@@ -25,6 +27,11 @@ type ReplyError struct {
 }
 
 func (e *ReplyError) Error() string { return e.Kind + ": " + e.Message }
+
+// Fault: the worker rejected what the candidate did, with the check's name.
+func (e *ReplyError) Fault() (*platform.Fault, bool) {
+	return &platform.Fault{Check: e.Kind, Reason: e.Message}, true
+}
 
 // ExitError reports a worker that died, with the end of its stderr.
 type ExitError struct {
@@ -53,6 +60,11 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
+// Fault: the worker died while it ran the candidate.
+func (e *ExitError) Fault() (*platform.Fault, bool) {
+	return &platform.Fault{Check: "crash", Reason: "the worker process died while timing: " + e.Error()}, true
+}
+
 // TimeoutError reports a call that ran past its limit; the worker was killed.
 type TimeoutError struct {
 	Op     string
@@ -62,6 +74,11 @@ type TimeoutError struct {
 
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("%s timed out after %s; the worker was killed", e.Op, e.After)
+}
+
+// Fault: the candidate's call did not end.
+func (e *TimeoutError) Fault() (*platform.Fault, bool) {
+	return &platform.Fault{Check: "timeout", Reason: fmt.Sprintf("timing did not finish within %s; the worker was killed", e.After)}, true
 }
 
 // LastLine returns the last non-empty line of s, cut to 300 bytes.

@@ -179,6 +179,11 @@ type PhysicalLimitError struct{ Err error }
 func (e *PhysicalLimitError) Error() string { return "physical_limit: " + e.Err.Error() }
 func (e *PhysicalLimitError) Unwrap() error { return e.Err }
 
+// Fault: the time is faster than the device can be.
+func (e *PhysicalLimitError) Fault() (*platform.Fault, bool) {
+	return &platform.Fault{Check: "physical_limit", Reason: e.Err.Error()}, true
+}
+
 // Time times a target; a kernel faster than physically possible gives
 // *PhysicalLimitError along with its timing.
 func (s *Session) Time(ctx context.Context, t platform.Target) (platform.Timing, error) {

@@ -1,0 +1,38 @@
+package platform
+
+import "errors"
+
+// Fault is an error that is the candidate's doing (a physically impossible
+// time, outputs that changed while timed, a hang, a crash, a failed check):
+// the candidate is rejected with Check and Reason, and the run goes on.
+// Errors that carry no Fault end the run.
+type Fault struct {
+	Check  string
+	Reason string
+}
+
+func (f *Fault) Error() string { return f.Check + ": " + f.Reason }
+
+// Faulter is an error that can say whether it is a candidate's fault. A
+// backend's errors implement it; the first Faulter in an error's chain
+// decides (so an error that wraps a candidate's fault can say it is not one,
+// as a worker's failure to load the problem does).
+type Faulter interface {
+	Fault() (*Fault, bool)
+}
+
+// FaultOf is the candidate fault an error carries, if any.
+func FaultOf(err error) (*Fault, bool) {
+	if err == nil {
+		return nil, false
+	}
+	var fr Faulter
+	if errors.As(err, &fr) {
+		return fr.Fault()
+	}
+	var f *Fault
+	if errors.As(err, &f) {
+		return f, true
+	}
+	return nil, false
+}
