@@ -185,7 +185,7 @@ func (p *PlatformSetting) UnmarshalYAML(n *yaml.Node) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("line %d: platform must be a name (cuda, rocm, xpu, cpu, noop) or a map of components to one name", n.Line)
+	return fmt.Errorf("line %d: platform must be a name (%s) or a map of components to one name", n.Line, strings.Join(PlatformNames, ", "))
 }
 
 // canonicalPlatform maps KernelAgent's platform names onto kagent's.

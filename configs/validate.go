@@ -5,8 +5,36 @@ import (
 	"strings"
 )
 
-// Platforms kagent knows by name (the registry holds the implementations).
-var knownPlatforms = []string{"cuda", "rocm", "xpu", "cpu", "noop"}
+// PlatformNames are the platforms kagent has, as users name them (the
+// platform registry holds the implementations; platform/all's test keeps
+// the two equal). GPUPlatforms are those whose kernels run on a GPU: the
+// targets prompts are written for.
+var (
+	PlatformNames = []string{"cuda", "rocm", "xpu", "cpu", PlatformNoop}
+	GPUPlatforms  = []string{"cuda", "rocm", "xpu"}
+)
+
+// PlatformNoop is the platform that executes nothing (dry runs).
+const PlatformNoop = "noop"
+
+// ExecutingPlatforms are the platforms that run kernels.
+func ExecutingPlatforms() []string {
+	var out []string
+	for _, n := range PlatformNames {
+		if n != PlatformNoop {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Words lists names for a message: "a, b or c".
+func Words(names []string, last string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
+}
 
 var profilePolicies = []string{ProfileImproving, ProfileAll, ProfileNone}
 
@@ -26,11 +54,11 @@ func (c *Config) Validate() error {
 	if !contains(knownStrategies, c.Strategy) {
 		add("strategy %q is not one of %s", c.Strategy, strings.Join(knownStrategies, ", "))
 	}
-	if p := c.PlatformName(); p != "" && !contains(knownPlatforms, p) {
-		add("platform %q is not one of %s (or leave it empty to auto-detect)", p, strings.Join(knownPlatforms, ", "))
+	if p := c.PlatformName(); p != "" && !contains(PlatformNames, p) {
+		add("platform %q is not one of %s (or leave it empty to auto-detect)", p, strings.Join(PlatformNames, ", "))
 	}
-	if t := c.TargetPlatform; t != "" && !contains([]string{"cuda", "rocm", "xpu"}, t) {
-		add("target_platform %q is not one of cuda, rocm, xpu", t)
+	if t := c.TargetPlatform; t != "" && !contains(GPUPlatforms, t) {
+		add("target_platform %q is not one of %s", t, strings.Join(GPUPlatforms, ", "))
 	}
 	if !contains(profilePolicies, c.ProfileCandidates) {
 		add("profile_candidates %q is not one of %s", c.ProfileCandidates, strings.Join(profilePolicies, ", "))
@@ -111,8 +139,7 @@ func (c *Config) Normalize() {
 	}
 	c.Platform = PlatformSetting(c.PlatformName())
 	if c.TargetPlatform == "" {
-		switch p := c.PlatformName(); p {
-		case "cuda", "rocm", "xpu":
+		if p := c.PlatformName(); contains(GPUPlatforms, p) {
 			c.TargetPlatform = p
 		}
 	}

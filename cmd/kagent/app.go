@@ -70,7 +70,7 @@ func configFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "config NAME: embedded (see `kagent configs list`) or ./configs/NAME.yaml"},
 		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "config FILE (YAML)"},
-		&cli.StringFlag{Name: "platform", Usage: "cuda, rocm, xpu, cpu or noop (default: auto-detect)"},
+		&cli.StringFlag{Name: "platform", Usage: configs.Words(configs.PlatformNames, "or") + " (default: auto-detect)"},
 		&cli.StringFlag{Name: "gpu-name", Usage: "GPU name for the specs lookup"},
 		&cli.StringFlag{Name: "python", Usage: "Python interpreter with torch (and triton on GPUs)"},
 		&cli.StringFlag{Name: "size", Usage: "timed shape: a NAME of kagent.yaml's sizes, or KEY=VALUE,... overrides of the problem's size constants"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/internal/safefile"
 	"github.com/kagent-dev/kagent/platform"
 )
@@ -124,7 +125,8 @@ func openKernel(c *cli.Context, verb string) (*runSetup, platform.Session, platf
 		return nil, nil, cand, err
 	}
 	if !s.platform.Executes() {
-		return nil, nil, cand, usageError("%s runs kernels; the %s platform executes nothing (choose --platform cuda, rocm, xpu or cpu)", verb, s.platform.Name())
+		return nil, nil, cand, usageError("%s runs kernels; the %s platform executes nothing (choose --platform %s)", verb, s.platform.Name(),
+			configs.Words(configs.ExecutingPlatforms(), "or"))
 	}
 	cand = platform.Candidate{ID: "input", Path: s.task.KernelPath, Source: s.task.KernelSource}
 	if k := c.String("kernel"); k != "" {

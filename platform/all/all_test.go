@@ -1,0 +1,28 @@
+package all
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/noop"
+)
+
+// TestRegistryIsTheConfigList: the platforms a config may name are the ones
+// the binary registers, and noop is the one that executes nothing.
+func TestRegistryIsTheConfigList(t *testing.T) {
+	got := slices.Sorted(slices.Values(platform.Names()))
+	want := slices.Sorted(slices.Values(configs.PlatformNames))
+	if !slices.Equal(got, want) {
+		t.Errorf("registry %v, configs.PlatformNames %v", got, want)
+	}
+	if configs.PlatformNoop != noop.Name {
+		t.Errorf("configs.PlatformNoop %q, noop.Name %q", configs.PlatformNoop, noop.Name)
+	}
+	for _, n := range configs.GPUPlatforms {
+		if !slices.Contains(configs.PlatformNames, n) {
+			t.Errorf("GPU platform %q is not a platform", n)
+		}
+	}
+}
