@@ -54,10 +54,7 @@ func (s Script) Output(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	py := s.Python
-	if py == "" {
-		py = "python3"
-	}
+	py := s.python()
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = time.Minute
@@ -95,13 +92,17 @@ func (s Script) JSON(ctx context.Context, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(out, v); err != nil {
-		py := s.Python
-		if py == "" {
-			py = "python3"
-		}
-		return fmt.Errorf("unreadable report from %s %s: %w", py, s.Name, err)
+		return fmt.Errorf("unreadable report from %s %s: %w", s.python(), s.Name, err)
 	}
 	return nil
+}
+
+// python is the interpreter that runs the script.
+func (s Script) python() string {
+	if s.Python == "" {
+		return "python3"
+	}
+	return s.Python
 }
 
 // lastLine is the last non-empty line of s (a Python traceback's error).
