@@ -15,6 +15,10 @@ KB=${KB:-.cache/KernelBench}
 [ -d "$KB/KernelBench/level1" ] && KB=$KB/KernelBench
 steps=${*:-agreement memory sweep}
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/steps.log"; }
+# Every worker's stderr in its own file, and the harness processes' Python
+# stacks written there 20 s before a step's time limit (stacks SECONDS).
+export KAGENT_WORKER_STDERR=${KAGENT_WORKER_STDERR:-$OUT/stderr}
+stacks() { (sleep "$(( $1 > 40 ? $1 - 20 : 20 ))"; pkill -USR1 -f kagent_harness) >/dev/null 2>&1 & echo $!; }
 
 # agreement_dir NAME PROBLEM KERNEL BATCH DIM: a kernel dir under
 # .cache/agreement with the KernelBench problem at another size.
@@ -53,23 +57,26 @@ for step in $steps; do
     mon=$!
     # The profiler is not what this run is about (ncu of a 7.5 GB problem
     # takes 20-30 s a kernel).
+    dump=$(stacks "${MEM_LIMIT:-480}")
     KAGENT_PROFILE_CANDIDATES=${MEM_PROFILE:-none} timeout "${MEM_LIMIT:-480}" bin/kagent optimize --kernel-dir .cache/rmsnorm-memory --platform cuda --python "$PY" \
       --llm-replay examples/rmsnorm/transcript-memory --llm-replay-match purpose --max-rounds "${MEM_ROUNDS:-3}" \
       --out "$OUT/memory-run" > "$OUT/memory.txt" 2>&1
     echo "memory run exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"
-    kill $mon 2>/dev/null
+    kill $mon "$dump" 2>/dev/null
     tail -25 "$OUT/memory.txt"
     ;;
   sweep)
     log "KernelBench level 1 ${PROBLEMS:-19-32}, supplied kernels, tune"
     rm -rf "$OUT/sweep"
+    dump=$(stacks "${SWEEP_LIMIT:-560}")
     KAGENT=bin/kagent PY=$PY timeout "${SWEEP_LIMIT:-560}" scripts/kernelbench-phases.sh "$KB" "$OUT/sweep" "${PROBLEMS:-19-32}" \
       > "$OUT/sweep-phases.txt" 2>&1
     echo "sweep exit $?" | tee -a "$OUT/steps.log"
+    kill "$dump" 2>/dev/null
     cat "$OUT/sweep-phases.txt"
     [ -f "$OUT/sweep/results.json" ] && "$PY" scripts/kernelbench_phases.py "$OUT/sweep" > /dev/null 2>&1
     # The run dirs' JSON and logs in one archive (kernels and databases left out).
-    tar czf "$OUT/sweep-json.tgz" --exclude='*.py' --exclude='*.db*' -C "$OUT" sweep sweep.log 2>/dev/null
+    tar czf "$OUT/sweep-json.tgz" --exclude='*.py' --exclude='*.db*' -C "$OUT" sweep sweep.log stderr 2>/dev/null
     rm -rf "$OUT/sweep"
     ;;
   *) echo "unknown step $step" >&2; exit 2 ;;

@@ -377,6 +377,9 @@ def _kill(pid: int) -> None:
 
 
 def main() -> int:
+    from .worker import stacks_on_sigusr1
+
+    stacks_on_sigusr1()
     if len(sys.argv) == 3 and sys.argv[1] == "--fd":
         path, control = "", socket.socket(fileno=int(sys.argv[2]))
         # The runners' server in the sandbox: neither it nor the runners it

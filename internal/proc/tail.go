@@ -1,9 +1,13 @@
 package proc
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Tail is an io.Writer that keeps the last bytes written to it, for the
@@ -56,3 +60,26 @@ func LastLines(s string, n int, skip func(line string) bool) string {
 
 // Interface guards.
 var _ io.Writer = (*Tail)(nil)
+
+// StderrSink returns where a child process's stderr goes: the tail, and
+// where KAGENT_WORKER_STDERR names a directory, also a new file in it
+// (kind-pid-counter.log; kept after the process ends) for diagnosing a
+// worker that a time limit killed without an error. The returned close
+// function closes that file.
+func StderrSink(tail *Tail, kind string) (io.Writer, func()) {
+	dir := os.Getenv("KAGENT_WORKER_STDERR")
+	if dir == "" {
+		return tail, func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tail, func() {}
+	}
+	n := sinkCount.Add(1)
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%s-%d-%d.log", kind, os.Getpid(), n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return tail, func() {}
+	}
+	return io.MultiWriter(tail, f), func() { f.Close() }
+}
+
+var sinkCount atomic.Int64

@@ -1,6 +1,11 @@
 package proc
 
-import "testing"
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestTailKeepsTheEnd(t *testing.T) {
 	tests := []struct {
@@ -48,5 +53,28 @@ func TestLastLines(t *testing.T) {
 				t.Errorf("LastLines = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestStderrSinkKeepsAFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KAGENT_WORKER_STDERR", dir)
+	tail := NewTail(64)
+	w, done := StderrSink(tail, "worker")
+	if _, err := w.Write([]byte("stack of a stuck worker\n")); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	files, _ := filepath.Glob(filepath.Join(dir, "worker-*.log"))
+	if len(files) != 1 {
+		t.Fatalf("files %v, want one worker log", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	if string(b) != "stack of a stuck worker\n" || tail.String() != string(b) {
+		t.Fatalf("file %q, tail %q", b, tail.String())
+	}
+	t.Setenv("KAGENT_WORKER_STDERR", "")
+	if w, _ := StderrSink(tail, "worker"); w != io.Writer(tail) {
+		t.Fatal("without KAGENT_WORKER_STDERR the sink is the tail alone")
 	}
 }

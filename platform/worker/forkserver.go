@@ -154,18 +154,22 @@ func startForkServer(ctx context.Context, o Options, isolate bool) (*forkServer,
 	attr := sysProcAttr(isolate)
 	attr.Pdeathsig = syscall.SIGTERM // it removes its directory on SIGTERM
 	cmd.SysProcAttr = attr
-	cmd.Stderr = s.tail
+	sink, closeSink := proc.StderrSink(s.tail, "forkserver")
+	cmd.Stderr = sink
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		closeSink()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("fork server: %w", err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		closeSink()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("fork server: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
+		closeSink()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("fork server: %w", err)
 	}
@@ -182,6 +186,7 @@ func startForkServer(ctx context.Context, o Options, isolate bool) (*forkServer,
 	}()
 	go func() {
 		_ = cmd.Wait()
+		closeSink()
 		os.RemoveAll(dir)
 		close(s.done)
 	}()

@@ -303,7 +303,8 @@ func startRunnerServer(ctx context.Context, o Options) (*runnerServer, error) {
 			started <- err
 			return
 		}
-		cmd.Stderr = s.tail
+		sink, closeSink := proc.StderrSink(s.tail, "runners")
+		cmd.Stderr = sink
 		out, err := cmd.StdoutPipe()
 		if err == nil {
 			err = cmd.Start()
@@ -323,6 +324,7 @@ func startRunnerServer(ctx context.Context, o Options) (*runnerServer, error) {
 			_, _ = io.Copy(io.Discard, out)
 		}()
 		_ = cmd.Wait()
+		closeSink()
 		mine.Close()
 		os.RemoveAll(dir)
 		close(s.done)

@@ -325,7 +325,9 @@ func (w *Worker) launch(isolate bool) (bool, error) {
 	w.cmd, w.stdin = cmd, stdin
 	go w.readLines(outR)
 	go func() {
-		_, _ = io.Copy(w.tail, errR)
+		sink, closeSink := proc.StderrSink(w.tail, "worker")
+		_, _ = io.Copy(sink, errR)
+		closeSink()
 		errR.Close()
 		close(w.errEOF)
 	}()
