@@ -53,8 +53,17 @@ class CUmemAccessDesc(ctypes.Structure):
     _fields_ = [("location", CUmemLocation), ("flags", ctypes.c_int)]
 
 
+CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
 class DriverError(RuntimeError):
-    pass
+    def __init__(self, msg: str, code: int = 0) -> None:
+        super().__init__(msg)
+        self.code = code
+
+    @property
+    def out_of_memory(self) -> bool:
+        return self.code == CUDA_ERROR_OUT_OF_MEMORY
 
 
 _lib: List[Any] = []
@@ -87,7 +96,7 @@ def _cuda() -> Any:
 
 def _check(code: int, what: str) -> None:
     if code != 0:
-        raise DriverError(f"{what} failed with CUDA driver error {code}")
+        raise DriverError(f"{what} failed with CUDA driver error {code}", code)
 
 
 def enabled() -> bool:

@@ -389,6 +389,12 @@ def load_problem(
         params = sum(t.numel() * t.element_size() for t in itertools.chain(model.parameters(), model.buffers()))
         flush = 2 * device.l2_bytes() if device.is_gpu else 0
         p = memplan.plan_draws(len(r.seeds), x, y, params, flush, device.free_memory(), x + y)
+        if p.draws < len(r.seeds) and device.is_gpu:
+            # Memory a replaced worker or a closed runner held may still be on
+            # its way back to the device.
+            full = memplan.need_for(len(r.seeds), x, y, params, flush)
+            memplan.wait_for_memory(device.free_memory, int(full / memplan.PLAN_FRACTION) - (x + y))
+            p = memplan.plan_draws(len(r.seeds), x, y, params, flush, device.free_memory(), x + y)
         plans.append(p)
         if p.draws == 0:
             raise RequestError(OOM, f"{os.path.basename(r.path)}: {p.note}")

@@ -20,8 +20,9 @@ with, for a GPU shared with other jobs.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from .chunks import CHUNK
 
@@ -105,6 +106,34 @@ def plan_draws(requested: int, x: int, y: int, params: int, flush: int, free_now
                 f"the problem needs about {gib(need_min)} of device memory (2 stored draws of {gib(x)} of inputs and "
                 f"{gib(y)} of outputs, and verification's working memory), and {gib(free_now + held)} is free: "
                 f"time a smaller size (kagent.yaml sizes and --size, or get_inputs) or free the device")
+
+
+# Waiting for device memory that other processes are giving back: poll this
+# often, give up when free memory has not grown by GROWTH bytes for STILL_S
+# seconds, or after WAIT_S in all.
+POLL_S = 0.25
+STILL_S = 5.0
+WAIT_S = 60.0
+GROWTH = 256 << 20
+
+
+def wait_for_memory(free: Callable[[], int], need: int, *, still_s: float = STILL_S, wait_s: float = WAIT_S,
+                    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> int:
+    """Wait while free device memory is below ``need`` and still growing (a
+    process that ended, a replaced worker or a closed runner returns its
+    memory to the driver a little after it is gone); return what is free.
+    Where nothing is coming back it costs ``still_s``."""
+    start = last_growth = clock()
+    best = now = free()
+    while now < need:
+        t = clock()
+        if t - last_growth >= still_s or t - start >= wait_s:
+            break
+        sleep(POLL_S)
+        now = free()
+        if now >= best + GROWTH:
+            best, last_growth = now, clock()
+    return now
 
 
 def tensor_bytes_alive() -> List[Any]:

@@ -271,6 +271,11 @@ class RunnerClient:
         message = str(err.get("message") or "")[:2000]
         if kind not in _KINDS:
             kind = F.EXCEPTION
+        if kind == "internal" and F.classify(RuntimeError(message))[0] == F.OOM:
+            # The runner's own copies did not fit the device: an oom (the
+            # worker closes other kept runners and tries again), not a crash.
+            self.close()
+            raise CheckFailure(F.OOM, f"{what or 'the candidate'}: the runner ran out of device memory: {message}")
         if kind in ("bad_request", "internal", "startup"):
             self.close()
             raise CheckFailure(CRASH, f"the runner failed: {message}")

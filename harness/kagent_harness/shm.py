@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -149,21 +149,44 @@ class DeviceSlot:
 
 def new_slot(sid: int, nbytes: int, cuda: bool) -> Any:
     """A device slot where device buffers are on (devbuf.enabled) and work,
-    else a host slot (page-locked on CUDA). A device slot that cannot be made
-    turns them off for this process."""
+    else a host slot (page-locked on CUDA). Where the device is out of
+    memory, the room hook (set by the worker: it closes kept runners) runs
+    and the allocation is tried once more; a slot that still cannot be made
+    is a host slot. Any other failure turns device slots off for this
+    process."""
     from . import devbuf
 
     if cuda and devbuf.enabled() and not _device_slots_failed:
-        try:
-            return DeviceSlot(sid, nbytes)
-        except (devbuf.DriverError, OSError, RuntimeError) as exc:
-            _device_slots_failed.append(str(exc))
-            import sys
-
-            print(f"kagent_harness: device buffers unavailable, host buffers instead: {exc}", file=sys.stderr)
+        for attempt in range(2):
+            try:
+                return DeviceSlot(sid, nbytes)
+            except devbuf.DriverError as exc:
+                if exc.out_of_memory:
+                    if attempt == 0 and _room_hook:
+                        _room_hook[0](nbytes)
+                        continue
+                    break
+                _device_slots_off(exc)
+                break
+            except (OSError, RuntimeError) as exc:
+                _device_slots_off(exc)
+                break
     return Slot(sid, nbytes, lock=cuda)
 
 
+def _device_slots_off(exc: BaseException) -> None:
+    import sys
+
+    _device_slots_failed.append(str(exc))
+    print(f"kagent_harness: device buffers unavailable, host buffers instead: {exc}", file=sys.stderr)
+
+
+def set_room_hook(hook: Optional[Callable[[int], None]]) -> None:
+    """What new_slot calls with the bytes it needs when the device is full."""
+    _room_hook[:] = [hook] if hook is not None else []
+
+
+_room_hook: List[Callable[[int], None]] = []
 _device_slots_failed: List[str] = []
 
 

@@ -9,12 +9,14 @@ is no longer trusted (CUDA error, tampering) and the supervisor restarts it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
 from collections import OrderedDict
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+from .failures import OOM
 from .protocol import Channel, ProtocolError, error, ok
 
 EXIT_FATAL = 70
@@ -230,7 +232,17 @@ class Worker:
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
         self._drop(key)
         self._make_room(self._need(problem, "verify"))
-        result, cand = verify(problem, path, opts, self.guard)
+        others = bool(self.candidates)
+        with self._active(key):
+            result, cand = verify(problem, path, opts, self.guard)
+        if str(result.get("failure") or "") == OOM and others:
+            # Kept runners held memory too: the candidate is rejected only if
+            # it runs out of memory with every other runner closed.
+            self._out_of_memory(OOM, key)
+            self._free_all(self._need(problem, "verify"))
+            with self._active(key):
+                result, cand = verify(problem, path, opts, self.guard)
+            result["oom_retried"] = True
         self._out_of_memory(str(result.get("failure") or ""))
         if cand is not None:
             self.candidates[key] = cand
@@ -282,12 +294,8 @@ class Worker:
         problem = self._problem(req)
         key = self._key_of(problem, req)
         self._make_room(self._need(problem, "bench"), keep=(key,))
-        try:
-            target = self._target(problem, req, {})
-            return bench(problem, target, BenchParams.from_request(req), self.guard)
-        except BaseException as exc:  # noqa: BLE001 - re-raised
-            self._out_of_memory(_kind_of(exc), key)
-            raise
+        return self._timing(problem, (key,), lambda: bench(problem, self._target(problem, req, {}),
+                                                           BenchParams.from_request(req), self.guard))
 
     def compare(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .failures import RequestError
@@ -299,13 +307,48 @@ class Worker:
             raise RequestError("bad_request", "compare needs objects a and b")
         keys = (self._key_of(problem, a), self._key_of(problem, b))
         self._make_room(self._need(problem, "bench"), keep=keys)
+        return self._timing(problem, keys, lambda: compare(problem, self._target(problem, a, req),
+                                                           self._target(problem, b, req),
+                                                           BenchParams.from_request(req), self.guard))
+
+    def _timing(self, problem: Any, keys: Tuple[Any, ...], run: Callable[[], Dict[str, Any]]) -> Dict[str, Any]:
+        """Run a timing op; where it runs out of device memory while other
+        kept runners hold memory, close them all and run it once more."""
+        others = any(k not in keys for k in self.candidates)
+        for attempt in range(2):
+            try:
+                with self._active(*keys):
+                    out = run()
+                if attempt:
+                    out["oom_retried"] = True
+                return out
+            except BaseException as exc:  # noqa: BLE001 - re-raised
+                kind = _kind_of(exc)
+                self._out_of_memory(kind, *keys)
+                if kind != OOM or attempt or not others:
+                    raise
+                self._free_all(self._need(problem, "bench"))
+        raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _active(self, *keys: Any) -> Iterator[None]:
+        """While an op runs on ``keys``, a device buffer that cannot be made
+        closes the other kept runners first (shm.new_slot)."""
+        from . import shm
+
+        shm.set_room_hook(lambda n: self._make_room(n + (256 << 20), keep=keys))
         try:
-            ta = self._target(problem, a, req)
-            tb = self._target(problem, b, req)
-            return compare(problem, ta, tb, BenchParams.from_request(req), self.guard)
-        except BaseException as exc:  # noqa: BLE001 - re-raised
-            self._out_of_memory(_kind_of(exc), *keys)
-            raise
+            yield
+        finally:
+            shm.set_room_hook(None)
+
+    def _free_all(self, need: int) -> None:
+        """Close every kept runner and wait for device memory on its way back."""
+        from .memplan import wait_for_memory
+
+        self._drop_all()
+        if self.device.is_gpu:
+            wait_for_memory(self.device.free_memory, need)
 
     # -- dispatch --
 
@@ -437,8 +480,21 @@ def prepare(kind: str, dynamo: bool = True) -> str:
     return kind
 
 
+def stacks_on_sigusr1() -> None:
+    """SIGUSR1 writes every thread's Python stack to stderr (for a process
+    that seems stuck: ``pkill -USR1 -f kagent_harness``)."""
+    try:
+        import faulthandler
+        import signal
+
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    except (AttributeError, ValueError, OSError, RuntimeError):
+        pass
+
+
 def serve(channel: Channel, kind: str) -> int:
     """Build the device and the worker, send hello and serve until the end."""
+    stacks_on_sigusr1()
     try:
         from .device import Device
 
@@ -457,6 +513,7 @@ def serve(channel: Channel, kind: str) -> int:
 
 
 def main() -> int:
+    stacks_on_sigusr1()
     channel = Channel()
     try:
         kind = prepare(os.environ.get("KAGENT_DEVICE", "").strip())

@@ -34,6 +34,17 @@ SEEDS = [11, 12, 13]
 CANDIDATE = "# variant {k}" + MEMORY_CANDIDATE
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.t += s
+
+
 class PlanTest(unittest.TestCase):
     def test_all_draws_when_they_fit(self) -> None:
         p = memplan.plan_draws(3, GIB, GIB, 0, 0, 100 * GIB, 2 * GIB)
@@ -51,6 +62,27 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(p.draws, 0)
         self.assertIn("4.0 GiB of inputs", p.note)
         self.assertIn("time a smaller size (kagent.yaml sizes and --size", p.note)
+
+    def test_waits_while_memory_comes_back(self) -> None:
+        # A replaced worker's memory returns over 2 s: the wait ends as soon
+        # as the need is met, not at its limit.
+        clock = FakeClock()
+        free = lambda: int(min(10 * GIB, 2 * GIB + 4 * GIB * clock.t))  # noqa: E731
+        got = memplan.wait_for_memory(free, 9 * GIB, sleep=clock.sleep, clock=clock.now)
+        self.assertGreaterEqual(got, 9 * GIB)
+        self.assertLess(clock.t, 2.5)
+
+    def test_wait_ends_when_nothing_comes_back(self) -> None:
+        clock = FakeClock()
+        got = memplan.wait_for_memory(lambda: 3 * GIB, 9 * GIB, sleep=clock.sleep, clock=clock.now)
+        self.assertEqual(got, 3 * GIB)
+        self.assertGreaterEqual(clock.t, memplan.STILL_S)
+        self.assertLess(clock.t, memplan.STILL_S + 1)
+
+    def test_no_wait_when_memory_is_free(self) -> None:
+        clock = FakeClock()
+        memplan.wait_for_memory(lambda: 20 * GIB, 9 * GIB, sleep=clock.sleep, clock=clock.now)
+        self.assertEqual(clock.t, 0.0)
 
     def test_memory_limit_parsing(self) -> None:
         cases = {"": None, "512M": 512 * MIB, "2g": 2 * GIB, "1.5GiB": None, "3GB": 3 * GIB, "junk": None,
@@ -233,3 +265,77 @@ class WorkerMemoryTest(TempFilesCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OomRetryTest(unittest.TestCase):
+    """A timing op that runs out of device memory while other kept runners
+    hold memory closes them all and runs once more; with nothing else kept
+    the oom is the candidate's."""
+
+    def worker(self, kept: int) -> Any:
+        from collections import OrderedDict
+
+        from kagent_harness.worker import Worker
+
+        class Dev:
+            is_gpu = False
+
+            def empty_cache(self) -> None:
+                pass
+
+            def free_memory(self) -> int:
+                return 0
+
+        w = Worker.__new__(Worker)
+        w.device = Dev()
+        w.candidates = OrderedDict()
+        for i in range(kept):
+            w.candidates[("p1", f"/k{i}.py", "h")] = type("C", (), {"module": None})()
+        return w
+
+    def test_retried_after_closing_the_others(self) -> None:
+        from kagent_harness.failures import RequestError
+
+        w = self.worker(kept=3)
+        mine = ("p1", "/mine.py", "h")
+        runs = []
+
+        def run() -> Dict[str, Any]:
+            runs.append(len(w.candidates))
+            if len(runs) == 1:
+                raise RequestError("oom", "CUDA out of memory")
+            return {"ms": 1.0}
+
+        w._need = lambda problem, op: 0
+        out = w._timing(None, (mine,), run)
+        self.assertEqual(runs, [3, 0])
+        self.assertTrue(out["oom_retried"])
+
+    def test_no_retry_when_nothing_else_is_kept(self) -> None:
+        from kagent_harness.failures import RequestError
+
+        w = self.worker(kept=0)
+        calls = []
+
+        def run() -> Dict[str, Any]:
+            calls.append(1)
+            raise RequestError("oom", "CUDA out of memory")
+
+        w._need = lambda problem, op: 0
+        with self.assertRaises(RequestError):
+            w._timing(None, (("p1", "/mine.py", "h"),), run)
+        self.assertEqual(len(calls), 1)
+
+    def test_other_failures_are_not_retried(self) -> None:
+        from kagent_harness.failures import RequestError
+
+        w = self.worker(kept=2)
+        calls = []
+
+        def run() -> Dict[str, Any]:
+            calls.append(1)
+            raise RequestError("crash", "the runner died")
+
+        with self.assertRaises(RequestError):
+            w._timing(None, (), run)
+        self.assertEqual(len(calls), 1)
