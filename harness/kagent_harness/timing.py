@@ -337,6 +337,7 @@ class _Timer:
         # the calls enqueued later than their spin ended.
         self.spin_ms = 0.0
         self.late_calls = 0
+        self.late: List[bool] = []  # per timed call, in order
         # Per timed call (GPU): the device's busy time after its end event.
         self.tails: List[float] = []
         # Wall seconds of this timing's phases (PROTOCOL.md, bench: phases).
@@ -423,7 +424,9 @@ class _Timer:
         """A timed call's host enqueue time: late when it outlasted the spin
         ahead of it (the spin of later calls grows)."""
         self.host_times.append(host_ms)
-        if self.spin_ms > 0 and host_ms > self.spin_ms:
+        late = self.spin_ms > 0 and host_ms > self.spin_ms
+        self.late.append(late)
+        if late:
             self.late_calls += 1
             recent = self.host_times[-LATE_WINDOW:]
             late = sum(1 for h in recent if h > self.spin_ms)
@@ -679,7 +682,18 @@ def _report(timer: _Timer) -> Dict[str, Any]:
     )
     if timer.tails:
         out["tail_ms"] = _stats(timer.tails)["median_ms"]
+    out.update(spread(timer.times, timer.late))
     return out
+
+
+def spread(times: List[float], late: List[bool]) -> Dict[str, float]:
+    """The cv of the calls on time and, where some were late, ``cv_all`` of
+    every call: a late call's span holds host time past the end of its spin
+    (the median keeps every call)."""
+    on_time = [t for t, was_late in zip(times, late) if not was_late]
+    if len(late) != len(times) or not 2 <= len(on_time) < len(times):
+        return {}
+    return {"cv": _stats(on_time)["cv"], "cv_all": _stats(times)["cv"]}
 
 
 def tail_check(tails: List[float], median_ms: float) -> Optional[Dict[str, Any]]:

@@ -327,8 +327,21 @@ class SpinAndTailTest(unittest.TestCase):
         from kagent_harness import timing
 
         t = timing._Timer.__new__(timing._Timer)
-        t.host_times, t.late_calls, t.spin_ms = [], 0, spin_ms
+        t.host_times, t.late_calls, t.spin_ms, t.late = [], 0, spin_ms, []
         return t
+
+    def test_cv_is_that_of_the_calls_on_time(self) -> None:
+        from kagent_harness import timing
+
+        t = self._timer(0.05)
+        times = [1.0, 1.01, 0.99, 1.0, 9.0, 1.0]
+        for i in range(len(times)):
+            t.note_host(0.5 if i == 4 else 0.01)
+        out = timing.spread(times, t.late)
+        self.assertLess(out["cv"], 0.01)
+        self.assertGreater(out["cv_all"], 0.5)
+        self.assertEqual(timing.spread(times, [False] * len(times)), {})
+        self.assertEqual(timing.spread(times, [True] * len(times)), {})
 
     def test_one_slow_call_leaves_the_spin(self) -> None:
         t = self._timer(0.05)
