@@ -40,7 +40,7 @@ var Env = []EnvVar{
 	{"KAGENT_SANDBOX", "the OS sandbox of the processes that run candidates: on (default: required; exit code 4 where the machine cannot sandbox), auto (where the machine allows it, else unsandboxed with a warning), off", nil},
 	{"KAGENT_SANDBOX_SKIP", "diagnosis only: sandbox layers to leave out (landlock, seccomp); weakens the sandbox", nil},
 	{"KAGENT_MEMORY_LIMIT", "device memory the workers plan with (bytes, or with a K/M/G/T suffix): fewer stored draws, or a clear refusal, where the problem does not fit; for a GPU shared with other jobs", nil},
-	{"KAGENT_DEVICE_BUFFERS", "1 shares device memory with the candidates' runners instead of page-locked host buffers (NVIDIA; falls back to host buffers where it fails; not yet run on a GPU)", nil},
+	{"KAGENT_DEVICE_BUFFERS", "1 shares device memory with the candidates' runners instead of page-locked host buffers (NVIDIA; faster on large problems but needs more device memory: see docs/results/2026-12-02-workloads; falls back to host buffers where it fails)", nil},
 	{"KAGENT_WORKER_STDERR", "a directory that keeps every worker's and runner server's stderr in its own file (SIGUSR1 makes a harness process write its Python stacks there)", nil},
 	{"KAGENT_INPROCESS", "1 runs candidates inside the judging worker (harness debugging only: every isolation guarantee is lost)", nil},
 	{"KAGENT_SWEEP_BACKEND", "kagent sweep --backend: local, slurm or k8s", nil},

@@ -11,9 +11,11 @@ only, not the judge's allocator segments. Inputs then cross from the judge's
 copy to the runner's view device to device, and outputs back the same way:
 no host copies.
 
-Opt-in with ``KAGENT_DEVICE_BUFFERS=1`` (NVIDIA only); any failure falls back
-to host buffers (``shm.Slot``) for the rest of the process. Not yet run on a
-GPU.
+Opt-in with ``KAGENT_DEVICE_BUFFERS=1`` (NVIDIA only). An allocation that finds
+the device full gets a host buffer (``shm.Slot``) after the worker made room;
+any other failure falls back to host buffers for the rest of the process. Run
+on an H200 (docs/results/2026-12-02-workloads): the buffers live in the judge's
+device memory, so large problems need more of it than with host buffers.
 
 Tensors over a mapping are made through ``__cuda_array_interface__``
 (``torch.as_tensor`` keeps the interface object alive, and the object keeps
