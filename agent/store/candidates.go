@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/roofline"
@@ -13,17 +14,19 @@ import (
 
 // AddCandidate records a new candidate with status proposed in an open round
 // of a running run and returns it as stored (SourceHash, timestamps set).
-// From c it takes ID, Round, ParentID, Bottleneck, Direction, RefineOf,
-// RefineAttempt and Source. The id must be new in the run (ErrDuplicate);
-// the parent and the refined candidate, when given, must already be
-// recorded in the run (ErrNotFound) — which is why the input kernel is a
-// round-0 candidate.
+// From c it takes ID, Round, Slot, ParentID, Inspirations, Bottleneck,
+// Direction, RefineOf, RefineAttempt and Source. The id must be new in the
+// run (ErrDuplicate) and hold no white space; the parent, the inspirations
+// and the refined candidate, when given, must already be recorded in the run
+// (ErrNotFound) — which is why the input kernel is a round-0 candidate.
 func (s *Store) AddCandidate(ctx context.Context, c Candidate) (Candidate, error) {
 	switch {
 	case c.RunID == "" || c.ID == "":
 		return Candidate{}, fmt.Errorf("add candidate %q: empty run or candidate id: %w", c.ID, ErrInvalid)
-	case c.Round < 0 || c.Bottleneck < 0 || c.RefineAttempt < 0:
-		return Candidate{}, fmt.Errorf("add candidate %s: negative round, bottleneck or refine attempt: %w", c.ID, ErrInvalid)
+	case strings.ContainsFunc(c.ID, unicode.IsSpace):
+		return Candidate{}, fmt.Errorf("add candidate %q: white space in the id: %w", c.ID, ErrInvalid)
+	case c.Round < 0 || c.Slot < 0 || c.Bottleneck < 0 || c.RefineAttempt < 0:
+		return Candidate{}, fmt.Errorf("add candidate %s: negative round, slot, bottleneck or refine attempt: %w", c.ID, ErrInvalid)
 	case c.ParentID == c.ID || c.RefineOf == c.ID:
 		return Candidate{}, fmt.Errorf("add candidate %s: its own parent: %w", c.ID, ErrInvalid)
 	}
@@ -39,7 +42,7 @@ func (s *Store) AddCandidate(ctx context.Context, c Candidate) (Candidate, error
 		if err := requireOpenRound(ctx, tx, c.RunID, c.Round); err != nil {
 			return err
 		}
-		for _, ref := range []string{c.ParentID, c.RefineOf} {
+		for _, ref := range append([]string{c.ParentID, c.RefineOf}, c.Inspirations...) {
 			if ref == "" {
 				continue
 			}
@@ -53,11 +56,11 @@ func (s *Store) AddCandidate(ctx context.Context, c Candidate) (Candidate, error
 			}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO candidates
-			(run_id, id, round, parent_id, bottleneck, direction, refine_of, refine_attempt, source, source_hash,
-			 status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.RunID, c.ID, c.Round, nullString(c.ParentID), c.Bottleneck, c.Direction, nullString(c.RefineOf),
-			c.RefineAttempt, c.Source, c.SourceHash, c.Status, formatTime(now), formatTime(now))
+			(run_id, id, round, slot, parent_id, inspirations, bottleneck, direction, refine_of, refine_attempt, source,
+			 source_hash, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.RunID, c.ID, c.Round, c.Slot, nullString(c.ParentID), joinIDs(c.Inspirations), c.Bottleneck, c.Direction,
+			nullString(c.RefineOf), c.RefineAttempt, c.Source, c.SourceHash, c.Status, formatTime(now), formatTime(now))
 		if isUniqueViolation(err) {
 			return fmt.Errorf("id is taken: %w", ErrDuplicate)
 		}
@@ -306,18 +309,20 @@ func bestCandidate(ctx context.Context, tx *sql.Tx, runID string) (Candidate, er
 	return c, err
 }
 
-const candidateColumns = `run_id, id, round, parent_id, bottleneck, direction, refine_of, refine_attempt, source,
-	source_hash, status, verdict, timing, metrics, roofline, error, created_at, updated_at`
+const candidateColumns = `run_id, id, round, slot, parent_id, inspirations, bottleneck, direction, refine_of,
+	refine_attempt, source, source_hash, status, verdict, timing, metrics, roofline, error, created_at, updated_at`
 
 func scanCandidate(sc scanner) (Candidate, error) {
 	var c Candidate
 	var parent, refineOf, verdict, timing, metrics, roof, created, updated sql.NullString
-	err := sc.Scan(&c.RunID, &c.ID, &c.Round, &parent, &c.Bottleneck, &c.Direction, &refineOf, &c.RefineAttempt,
-		&c.Source, &c.SourceHash, &c.Status, &verdict, &timing, &metrics, &roof, &c.Error, &created, &updated)
+	var inspirations string
+	err := sc.Scan(&c.RunID, &c.ID, &c.Round, &c.Slot, &parent, &inspirations, &c.Bottleneck, &c.Direction, &refineOf,
+		&c.RefineAttempt, &c.Source, &c.SourceHash, &c.Status, &verdict, &timing, &metrics, &roof, &c.Error, &created,
+		&updated)
 	if err != nil {
 		return Candidate{}, err
 	}
-	c.ParentID, c.RefineOf = parent.String, refineOf.String
+	c.ParentID, c.RefineOf, c.Inspirations = parent.String, refineOf.String, splitIDs(inspirations)
 	if c.Verdict, err = decodeJSON[platform.Verdict](verdict); err != nil {
 		return Candidate{}, err
 	}
@@ -379,3 +384,9 @@ func listCandidates(ctx context.Context, tx *sql.Tx, runID string, f CandidateFi
 	}
 	return out, rows.Err()
 }
+
+// joinIDs and splitIDs keep a list of candidate ids in one column (ids hold
+// no spaces: CandidateID, InputID).
+func joinIDs(ids []string) string { return strings.Join(ids, " ") }
+
+func splitIDs(s string) []string { return strings.Fields(s) }

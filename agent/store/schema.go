@@ -107,6 +107,17 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX events_by_run ON events (run_id, id)`,
 	}},
+	// The slot a candidate fills in its round (r<round>c<slot>) in a column
+	// of its own, and the kernels shown with its parent (ids separated by spaces); rows
+	// of version 1 get their slot from their id.
+	{version: 2, statements: []string{
+		`ALTER TABLE candidates ADD COLUMN slot INTEGER NOT NULL DEFAULT 0 CHECK (slot >= 0)`,
+		`ALTER TABLE candidates ADD COLUMN inspirations TEXT NOT NULL DEFAULT ''`,
+		`UPDATE candidates SET slot = CAST(substr(id, instr(id, 'c') + 1,
+			CASE WHEN instr(id, 'f') > 0 THEN instr(id, 'f') - instr(id, 'c') - 1 ELSE length(id) - instr(id, 'c') END)
+			AS INTEGER) WHERE id GLOB 'r[0-9]*c[0-9]*'`,
+		`CREATE INDEX candidates_by_slot ON candidates (run_id, round, slot)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

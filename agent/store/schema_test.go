@@ -187,3 +187,54 @@ func TestMigrateSteps(t *testing.T) {
 		t.Errorf("misnumbered list: err = %v, want ErrInvalid", err)
 	}
 }
+
+// TestSlotColumn: version 2 gives rows of version 1 their slot from their
+// id, and a candidate's slot and inspirations round-trip.
+func TestSlotColumn(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "m.db"))
+	check(t, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	check(t, migrate(ctx, db, migrations[:1], "t1"))
+	_, err = db.Exec(`INSERT INTO runs (id, kernel_dir, input_id, started_at, status) VALUES ('r', '/k', 'input', 't', 'running')`)
+	check(t, err)
+	_, err = db.Exec(`INSERT INTO rounds (run_id, idx, started_at) VALUES ('r', 0, 't'), ('r', 1, 't'), ('r', 12, 't')`)
+	check(t, err)
+	for _, row := range [][2]any{{"input", 0}, {"r1c1", 1}, {"r12c3f2", 12}, {"r1c10", 1}} {
+		_, err = db.Exec(`INSERT INTO candidates (run_id, id, round, source, source_hash, status, created_at, updated_at)
+			VALUES ('r', ?, ?, 's', 'h', 'proposed', 't', 't')`, row[0], row[1])
+		check(t, err)
+	}
+	check(t, migrate(ctx, db, migrations, "t2"))
+	got := map[string]int{}
+	rows, err := db.Query(`SELECT id, slot FROM candidates`)
+	check(t, err)
+	for rows.Next() {
+		var id string
+		var slot int
+		check(t, rows.Scan(&id, &slot))
+		got[id] = slot
+	}
+	check(t, rows.Err())
+	if want := map[string]int{"input": 0, "r1c1": 1, "r12c3f2": 3, "r1c10": 10}; !reflect.DeepEqual(got, want) {
+		t.Errorf("slots %v, want %v", got, want)
+	}
+
+	s := openTest(t)
+	run := newRun(t, s, "run")
+	first := must[Candidate](t)(s.AddCandidate(ctx, Candidate{RunID: run.ID, ID: "r0c1", Round: 0, Slot: 1, ParentID: run.InputID, Source: kernelSource("a")}))
+	c := must[Candidate](t)(s.AddCandidate(ctx, Candidate{RunID: run.ID, ID: "r0c2", Round: 0, Slot: 2, ParentID: run.InputID,
+		Inspirations: []string{first.ID}, Source: kernelSource("b")}))
+	back := must[Candidate](t)(s.Candidate(ctx, run.ID, c.ID))
+	if back.Slot != 2 || !reflect.DeepEqual(back.Inspirations, []string{"r0c1"}) {
+		t.Errorf("read back slot %d, inspirations %v", back.Slot, back.Inspirations)
+	}
+	if _, err := s.AddCandidate(ctx, Candidate{RunID: run.ID, ID: "r0c3", Round: 0, Slot: 3, ParentID: run.InputID,
+		Inspirations: []string{"r9c9"}, Source: kernelSource("c")}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown inspiration: %v, want ErrNotFound", err)
+	}
+	if _, err := s.AddCandidate(ctx, Candidate{RunID: run.ID, ID: "r0 c4", Round: 0, Source: kernelSource("d")}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an id with a space: %v, want ErrInvalid", err)
+	}
+}

@@ -99,8 +99,14 @@ type Candidate struct {
 	// ID is unique within its run (e.g. "r2c1"); another run may reuse it.
 	ID    string `json:"id"`
 	Round int    `json:"round"`
+	// Slot is the slot of its round the candidate fills (its refinements
+	// share it); 0 for the input.
+	Slot int `json:"slot,omitempty"`
 	// ParentID is the candidate this one was derived from ("" for the input).
 	ParentID string `json:"parent_id,omitempty"`
+	// Inspirations are further kernels the proposal was shown with its
+	// parent (none from the shipped strategies).
+	Inspirations []string `json:"inspirations,omitempty"`
 	// Bottleneck is the 1-based rank of the bottleneck direction the rewrite
 	// targeted (0: none, e.g. the input or a tune candidate); Direction says
 	// it in words.
