@@ -21,12 +21,10 @@
 //	          new seeds; best_kernel.py, the report and
 //	          optimized_kernel_<strategy>.py are written.
 //
-// Strategies: greedy (one candidate a round from the best), beam_search (the N
-// fastest distinct kernels, by normalised-source hash, each explored along M
-// distinct directions; a branch slower than the best by more than
-// divergence_threshold % is dropped and its directions go to the best), tune
-// (no LLM: knob variants of the best, from a [Tuner]; also the proposer when
-// no LLM is configured and an optional final polish), and noop ([DryRun]).
+// The strategies live in package search (greedy, beam_search, tune, noop, and
+// the registry that says which need an LLM); the loop asks the configured one
+// for each round's slots and tells it the outcome. Without an LLM the tune
+// strategy proposes; after an LLM search an optional tune polish follows.
 //
 // Every result is written to the store (agent/store) before the next step, so
 // [Resume] continues a killed run: finished rounds are skipped whole, and in

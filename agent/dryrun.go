@@ -6,10 +6,12 @@ import (
 	"log/slog"
 
 	"github.com/kagent-dev/kagent/agent/llm"
+	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // DryRunInput is what DryRun needs.
@@ -51,8 +53,8 @@ func DryRun(ctx context.Context, in DryRunInput) (DryRunResult, error) {
 	if in.Task == nil || in.Platform == nil {
 		return res, fmt.Errorf("dry run: %w: no kernel dir or platform", ErrInvalidInput)
 	}
-	if in.Config.Strategy == configs.StrategyTune {
-		return res, nil // the tune strategy sends no prompts
+	if search.WithoutLLM(in.Config.Strategy) {
+		return res, nil // the strategy sends no prompts
 	}
 	if in.Prompts == nil {
 		in.Prompts = prompts.Default()
@@ -68,19 +70,12 @@ func DryRun(ctx context.Context, in DryRunInput) (DryRunResult, error) {
 	if err != nil {
 		in.Logger.Warn("gpu specs unavailable", "err", err)
 	}
-	tp := in.Config.TargetPlatform
-	if tp == "" {
-		tp = "cuda"
-	}
-	entry := prompts.EntryKernelFunction
-	if in.Task.Entry == kerneldir.EntryModelNew {
-		entry = prompts.EntryModelNew
-	}
-	target := prompts.Target{Platform: tp, GPU: specs, Entry: entry, AllowTF32: in.Task.Options.TF32 == "allow"}
-	dir := candidateDir(candidateID(1, 1, 0))
+	target := prompts.NewTarget(in.Config.TargetPlatform, in.Platform.Name(), in.Platform.Executes(), specs,
+		string(in.Task.Entry), in.Task.Options.TF32)
+	dir := candidateDir(store.CandidateID(1, 1, 0))
 	m := 1
-	if in.Config.Strategy == configs.StrategyBeam {
-		m = max(1, in.Config.StrategyConfig.NumBottlenecks)
+	if st, err := search.New(in.Config.Strategy, in.Config.SearchSettings(), nil); err == nil {
+		m = max(1, st.Directions())
 	}
 	send := func(name string, purpose llm.Purpose, p prompts.Prompt) (string, error) {
 		rel := dir + "/" + name

@@ -12,6 +12,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // TestBeamFourKinds runs beam search on the cpu platform with the fake LLM
@@ -151,25 +152,25 @@ func TestBeamDistinctParents(t *testing.T) {
 		t.Errorf("no rewrite was rejected as a duplicate")
 	}
 	for _, r := range detail.Rounds {
-		var s searchState
+		var s search.State
 		if err := json.Unmarshal(r.State, &s); err != nil {
 			t.Fatal(err)
 		}
 		seen := map[string]string{}
-		for _, id := range beamMembers(&s) {
+		for _, id := range search.BeamMembers(&s) {
 			h := cs[id].SourceHash
 			if other, ok := seen[h]; ok {
 				t.Errorf("round %d: beam holds %s and %s with the same normalised source", r.Index, other, id)
 			}
 			seen[h] = id
 		}
-		t.Logf("round %d beam %v", r.Index, beamMembers(&s))
+		t.Logf("round %d beam %v", r.Index, search.BeamMembers(&s))
 	}
 	if !res.Improved {
 		t.Errorf("no improvement")
 	}
 	// Round 2 diagnosed each distinct parent once.
-	beam1 := beamMembers(ptr(mustState(t, detail.Rounds[1].State)))
+	beam1 := search.BeamMembers(ptr(mustState(t, detail.Rounds[1].State)))
 	if len(beam1) != 2 {
 		t.Errorf("round 1 beam %v, want 2 distinct kernels", beam1)
 	}
@@ -195,9 +196,9 @@ func TestBeamDistinctParents(t *testing.T) {
 	}
 }
 
-func mustState(t testing.TB, b json.RawMessage) searchState {
+func mustState(t testing.TB, b json.RawMessage) search.State {
 	t.Helper()
-	var s searchState
+	var s search.State
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestNoisyBaselineTimedAgain(t *testing.T) {
 			cfg.MaxRounds = 1
 			in := e.input(cfg, nil)
 			in.Session = noisy
-			in.Tuner = TunerFunc(func(context.Context, string, int) ([]Variant, error) { return nil, nil })
+			in.Tuner = search.TunerFunc(func(context.Context, string, int) ([]search.Variant, error) { return nil, nil })
 			res, err := Run(context.Background(), in)
 			if err != nil {
 				t.Fatalf("run: %v", err)

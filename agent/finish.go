@@ -30,7 +30,7 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 		return l.fail(ctx, err)
 	}
 	var optimized string
-	if l.in.WriteOptimized && best.ID != inputID {
+	if l.in.WriteOptimized && best.ID != store.InputID {
 		optimized = filepath.Join(l.in.Task.Dir, "optimized_kernel_"+l.cfg.Strategy+".py")
 		if err := os.WriteFile(optimized, []byte(best.Source), 0o644); err != nil {
 			return l.fail(ctx, fmt.Errorf("write %s: %w", optimized, err))
@@ -53,7 +53,7 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 // promoted before it is tried, down to the input kernel.
 func (l *loop) acceptanceGate(ctx context.Context) (*platform.Verdict, error) {
 	acc, ok := l.in.Session.(platform.Accepter)
-	if !ok || l.bestID == inputID {
+	if !ok || l.bestID == store.InputID {
 		return nil, nil
 	}
 	chain, err := l.promotionChain(ctx)
@@ -99,10 +99,10 @@ func (l *loop) acceptanceGate(ctx context.Context) (*platform.Verdict, error) {
 			return nil, err
 		}
 	}
-	if err := l.st.SetBest(ctx, l.runID, inputID); err != nil {
+	if err := l.st.SetBest(ctx, l.runID, store.InputID); err != nil {
 		return nil, err
 	}
-	l.bestID = inputID
+	l.bestID = store.InputID
 	return nil, nil
 }
 
@@ -149,7 +149,7 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 	for _, c := range cs {
 		res.Counts[c.Status]++
 	}
-	if in, err := l.st.Candidate(ctx, l.runID, inputID); err == nil {
+	if in, err := l.st.Candidate(ctx, l.runID, store.InputID); err == nil {
 		res.Input = l.kernelOf(in)
 	}
 	if l.bestID == "" {
@@ -160,7 +160,7 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 		return res
 	}
 	res.Best = l.kernelOf(best)
-	res.Improved = best.ID != inputID && best.Status.Measured()
+	res.Improved = best.ID != store.InputID && best.Status.Measured()
 	res.Representative = best.Timing != nil && best.Timing.Representative
 	b := best.MedianMS()
 	if b > 0 {

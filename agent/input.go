@@ -14,6 +14,8 @@ import (
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-dev/kagent/search"
+	"strings"
 )
 
 // RunInput is everything a run needs. Task, Platform, Session and Store are
@@ -41,7 +43,7 @@ type RunInput struct {
 	Prompts *prompts.Set
 	// Tuner proposes knob variants for the tune strategy and the polish (nil:
 	// no tune proposer).
-	Tuner Tuner
+	Tuner search.Tuner
 	// RunDir is where artifacts go ("": <kernel dir>/.kagent/runs/<run id>).
 	RunDir string
 	// RunID names a new run ("": the store picks one).
@@ -70,10 +72,8 @@ func (in *RunInput) check() error {
 	case !in.Platform.Executes():
 		return fmt.Errorf("%w: %s (use DryRun)", ErrNotExecuting, in.Platform.Name())
 	}
-	switch in.Config.Strategy {
-	case configs.StrategyGreedy, configs.StrategyBeam, configs.StrategyTune:
-	default:
-		return fmt.Errorf("%w: strategy %q does not search (want greedy, beam_search or tune)", ErrInvalidInput, in.Config.Strategy)
+	if !search.Searches(in.Config.Strategy) {
+		return fmt.Errorf("%w: strategy %q does not search (want one of %s)", ErrInvalidInput, in.Config.Strategy, searchingStrategies())
 	}
 	return nil
 }
@@ -144,4 +144,15 @@ type Result struct {
 	OptimizedPath string `json:"optimized_path,omitempty"`
 	// Representative is false when the timings say nothing about GPU speed.
 	Representative bool `json:"representative"`
+}
+
+// searchingStrategies lists the registered strategies that run rounds.
+func searchingStrategies() string {
+	var out []string
+	for _, n := range search.Names() {
+		if search.Searches(n) {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
 }

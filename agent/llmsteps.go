@@ -12,6 +12,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // historyInPrompts is how many earlier attempts and reflections a prompt
@@ -23,7 +24,7 @@ const historyInPrompts = 10
 // shares the answer among them. Parents whose slots all have candidates
 // already (a resumed round) are diagnosed only if a reflection needs it,
 // from the saved reply. A diagnosis that fails leaves its slots empty.
-func (l *loop) diagnoseAll(ctx context.Context, r int, slots []slot, chains map[int][]store.Candidate, h history) (map[string][]prompts.Bottleneck, error) {
+func (l *loop) diagnoseAll(ctx context.Context, r int, slots []search.Slot, chains map[int][]store.Candidate, h search.History) (map[string][]prompts.Bottleneck, error) {
 	count := map[string]int{}
 	first := map[string]int{}
 	need := map[string]bool{}
@@ -32,13 +33,13 @@ func (l *loop) diagnoseAll(ctx context.Context, r int, slots []slot, chains map[
 		if s.Variant != nil {
 			continue
 		}
-		if _, seen := count[s.ParentID]; !seen {
-			order = append(order, s.ParentID)
-			first[s.ParentID] = s.Index
+		if _, seen := count[s.Parent()]; !seen {
+			order = append(order, s.Parent())
+			first[s.Parent()] = s.Index
 		}
-		count[s.ParentID]++
+		count[s.Parent()]++
 		if len(chains[s.Index]) == 0 {
-			need[s.ParentID] = true
+			need[s.Parent()] = true
 		}
 	}
 	out := map[string][]prompts.Bottleneck{}
@@ -70,8 +71,8 @@ func (l *loop) diagnoseAll(ctx context.Context, r int, slots []slot, chains map[
 
 // diagnose asks for n ranked bottlenecks of one parent. Its prompt and reply
 // go to the folder of the parent's first slot of the round.
-func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, n int, h history) ([]prompts.Bottleneck, error) {
-	parent, ok := h.byID[parentID]
+func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, n int, h search.History) ([]prompts.Bottleneck, error) {
+	parent, ok := h.ByID[parentID]
 	if !ok {
 		return nil, &fatalError{fmt.Errorf("diagnose: parent %s is not recorded", parentID)}
 	}
@@ -96,7 +97,7 @@ func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, 
 	if err != nil {
 		return nil, &fatalError{err}
 	}
-	dir := candidateDir(candidateID(r, firstSlot, 0))
+	dir := candidateDir(store.CandidateID(r, firstSlot, 0))
 	reply, err := l.ask(ctx, r, "", llm.PurposeDiagnose, p, dir+"/diagnose")
 	if err != nil {
 		return nil, l.slotError(ctx, "diagnosis of "+parentID, err)
@@ -121,9 +122,9 @@ func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, 
 }
 
 // times are the measurements a prompt about kernel k shows.
-func (l *loop) times(k store.Candidate, h history) prompts.Timings {
+func (l *loop) times(k store.Candidate, h search.History) prompts.Timings {
 	t := prompts.Timings{KernelMS: k.MedianMS()}
-	if b, ok := h.byID[l.state.BestID]; ok {
+	if b, ok := h.ByID[l.state.BestID]; ok {
 		t.BestMS = b.MedianMS()
 	}
 	if l.eager != nil && l.eager.Unavailable == "" {
@@ -143,7 +144,7 @@ func rooflineOf(c store.Candidate) roofline.Result {
 }
 
 // exploredFrom lists the directions already tried from a parent.
-func exploredFrom(parentID string, h history) []string {
+func exploredFrom(parentID string, h search.History) []string {
 	var out []string
 	for _, c := range sortedCandidates(h) {
 		if c.ParentID == parentID && c.RefineAttempt == 0 && c.Direction != "" && !slices.Contains(out, c.Direction) {
@@ -155,18 +156,17 @@ func exploredFrom(parentID string, h history) []string {
 
 // attemptsOn describes the earlier rewrites of a parent (each slot's last
 // candidate), oldest first, at most historyInPrompts.
-func attemptsOn(parentID string, h history) []prompts.Attempt {
+func attemptsOn(parentID string, h search.History) []prompts.Attempt {
 	last := map[string]store.Candidate{}
 	var keys []string
 	for _, c := range sortedCandidates(h) {
 		if c.ParentID != parentID || c.Round == 0 {
 			continue
 		}
-		r, s, _, ok := parseCandidateID(c.ID)
-		if !ok {
+		if c.Slot == 0 {
 			continue
 		}
-		k := fmt.Sprint(r, "/", s)
+		k := fmt.Sprint(c.Round, "/", c.Slot)
 		if _, seen := last[k]; !seen {
 			keys = append(keys, k)
 		}
@@ -187,12 +187,12 @@ func attemptsOn(parentID string, h history) []prompts.Attempt {
 	return out
 }
 
-func sortedCandidates(h history) []store.Candidate {
-	out := make([]store.Candidate, 0, len(h.byID))
-	for _, c := range h.byID {
+func sortedCandidates(h search.History) []store.Candidate {
+	out := make([]store.Candidate, 0, len(h.ByID))
+	for _, c := range h.ByID {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b store.Candidate) int { return compareIDs(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b store.Candidate) int { return store.CompareIDs(a.ID, b.ID) })
 	return out
 }
 
@@ -236,7 +236,7 @@ func (l *loop) storedReflections(ctx context.Context) []reflectionRecord {
 
 // reflectAll reflects on each slot's last candidate (passed or failed) that
 // has no reflection yet, concurrently.
-func (l *loop) reflectAll(ctx context.Context, r int, slots []slot, finals []*store.Candidate, diags map[string][]prompts.Bottleneck, h history) error {
+func (l *loop) reflectAll(ctx context.Context, r int, slots []search.Slot, finals []*store.Candidate, diags map[string][]prompts.Bottleneck, h search.History) error {
 	if l.in.LLM == nil {
 		return nil
 	}
@@ -270,11 +270,11 @@ func (l *loop) reflectAll(ctx context.Context, r int, slots []slot, finals []*st
 
 // reflect asks the LLM what one attempt teaches and records the answer. An
 // unreadable reply gives a plain reflection from the numbers.
-func (l *loop) reflect(ctx context.Context, r int, s slot, c store.Candidate, diags map[string][]prompts.Bottleneck, h history) error {
+func (l *loop) reflect(ctx context.Context, r int, s search.Slot, c store.Candidate, diags map[string][]prompts.Bottleneck, h search.History) error {
 	if l.budgetStopped() != "" {
 		return nil
 	}
-	parent := h.byID[c.ParentID]
+	parent := h.ByID[c.ParentID]
 	b := bottleneckFromDirection(c.Direction)
 	if bs := diags[c.ParentID]; s.Rank >= 1 && s.Rank <= len(bs) {
 		b = bs[s.Rank-1]

@@ -181,7 +181,7 @@ func (l *loop) promote(ctx context.Context, r int) (int, error) {
 		if c := cmp.Compare(a.MedianMS(), b.MedianMS()); c != 0 {
 			return c
 		}
-		return compareIDs(a.ID, b.ID)
+		return store.CompareIDs(a.ID, b.ID)
 	})
 	decided, err := l.decisions(ctx)
 	if err != nil {

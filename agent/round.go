@@ -14,6 +14,7 @@ import (
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // fatalError marks an error that ends the run (a store or file write that
@@ -24,11 +25,11 @@ func (e *fatalError) Error() string { return e.err.Error() }
 func (e *fatalError) Unwrap() error { return e.err }
 
 // current is the strategy of the phase the run is in.
-func (l *loop) current() strategy {
-	if l.state.Phase == phasePolish && l.polish != nil {
+func (l *loop) current() search.Strategy {
+	if l.state.Phase == search.PhasePolish && l.polish != nil {
 		return l.polish
 	}
-	return l.search
+	return l.strat
 }
 
 // runRound runs round r: select slots, diagnose each parent once, evaluate
@@ -40,17 +41,17 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 	if err != nil {
 		return err
 	}
-	h := newHistory(all, r)
+	h := search.NewHistory(all, r)
 	strat := l.current()
-	slots, err := strat.slots(ctx, &l.state, h)
+	slots, err := strat.Slots(ctx, &l.state, h)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		l.log.Warn("strategy proposes nothing", "strategy", strat.name(), "err", err)
-		l.exhausted = fmt.Sprintf("%s: %s", strat.name(), oneLine(err.Error()))
+		l.log.Warn("strategy proposes nothing", "strategy", strat.Name(), "err", err)
+		l.exhausted = fmt.Sprintf("%s: %s", strat.Name(), oneLine(err.Error()))
 	} else if len(slots) == 0 {
-		l.exhausted = fmt.Sprintf("%s: no untried variant of the best kernel", strat.name())
+		l.exhausted = fmt.Sprintf("%s: no untried variant of the best kernel", strat.Name())
 	}
 	if l.exhausted != "" && !open {
 		return nil // nothing to propose: no round
@@ -62,8 +63,8 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 	}
 	chains := map[int][]store.Candidate{}
 	for _, c := range all {
-		if _, s, _, ok := parseCandidateID(c.ID); ok && c.Round == r {
-			chains[s] = append(chains[s], c)
+		if c.Round == r && c.Slot > 0 {
+			chains[c.Slot] = append(chains[c.Slot], c)
 		}
 	}
 	for _, ch := range chains {
@@ -97,8 +98,8 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 		}
 	}
 	l.state.BestID = l.bestID
-	strat.update(&l.state, roundOutcome{Promoted: promotions > 0, Measured: measured}, newHistory(after, r+1))
-	if l.state.Phase == phasePolish {
+	strat.Update(&l.state, search.Outcome{Promoted: promotions > 0, Measured: measured}, search.NewHistory(after, r+1))
+	if l.state.Phase == search.PhasePolish {
 		l.state.PolishRounds++
 	} else {
 		l.state.Rounds++
@@ -113,8 +114,8 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 // runSlots evaluates the slots in parallel, at most num_workers at once, and
 // returns each slot's final candidate (nil when the slot produced none). The
 // first fatal error cancels the others.
-func (l *loop) runSlots(ctx context.Context, r int, slots []slot, chains map[int][]store.Candidate,
-	diags map[string][]prompts.Bottleneck, h history) ([]*store.Candidate, error) {
+func (l *loop) runSlots(ctx context.Context, r int, slots []search.Slot, chains map[int][]store.Candidate,
+	diags map[string][]prompts.Bottleneck, h search.History) ([]*store.Candidate, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, max(1, l.cfg.NumWorkers))
@@ -154,8 +155,8 @@ func (l *loop) runSlots(ctx context.Context, r int, slots []slot, chains map[int
 // (unless a candidate is recorded), verify, time, profile, and on a
 // rejection refine up to refine_attempts times. It returns the slot's last
 // candidate (nil: none was proposed) or a fatal error.
-func (l *loop) runSlot(ctx context.Context, r int, s slot, chain []store.Candidate,
-	diags map[string][]prompts.Bottleneck, h history) (*store.Candidate, error) {
+func (l *loop) runSlot(ctx context.Context, r int, s search.Slot, chain []store.Candidate,
+	diags map[string][]prompts.Bottleneck, h search.History) (*store.Candidate, error) {
 	var cur store.Candidate
 	if len(chain) == 0 {
 		c, ok, err := l.propose(ctx, r, s, diags, h)
@@ -203,22 +204,25 @@ func (l *loop) runSlot(ctx context.Context, r int, s slot, chain []store.Candida
 // propose makes a slot's first candidate: a knob variant, or a rewrite by
 // the LLM along the slot's bottleneck direction. ok is false when the slot
 // yields nothing this round (no such direction, an LLM failure, the budget).
-func (l *loop) propose(ctx context.Context, r int, s slot, diags map[string][]prompts.Bottleneck, h history) (store.Candidate, bool, error) {
-	id := candidateID(r, s.Index, 0)
-	c := store.Candidate{RunID: l.runID, ID: id, Round: r, ParentID: s.ParentID, Bottleneck: s.Rank}
+func (l *loop) propose(ctx context.Context, r int, s search.Slot, diags map[string][]prompts.Bottleneck, h search.History) (store.Candidate, bool, error) {
+	id := store.CandidateID(r, s.Index, 0)
+	c := store.Candidate{RunID: l.runID, ID: id, Round: r, Slot: s.Index, ParentID: s.Parent(), Bottleneck: s.Rank}
+	if len(s.Parents) > 1 {
+		c.Inspirations = s.Parents[1:]
+	}
 	if s.Variant != nil {
 		c.Direction = "tune: " + s.Variant.Label
 		c, err := l.add(ctx, c, s.Variant.Source, nil)
 		return c, err == nil, err
 	}
-	bs := diags[s.ParentID]
+	bs := diags[s.Parent()]
 	if s.Rank > len(bs) {
-		l.log.Info("no diagnosed direction for slot", "candidate", id, "parent", s.ParentID, "rank", s.Rank, "directions", len(bs))
+		l.log.Info("no diagnosed direction for slot", "candidate", id, "parent", s.Parent(), "rank", s.Rank, "directions", len(bs))
 		return c, false, nil
 	}
 	b := bs[s.Rank-1]
 	c.Direction = b.Direction()
-	parent := h.byID[s.ParentID]
+	parent := h.ByID[s.Parent()]
 	if err := l.art.writeJSON(candidateFile(id, "direction.json"), b); err != nil {
 		return c, false, &fatalError{err}
 	}
@@ -245,13 +249,13 @@ func (l *loop) propose(ctx context.Context, r int, s slot, diags map[string][]pr
 // refine asks the LLM to repair a rejected candidate, with the named
 // failure, its reason and the earlier failures of the slot. ok is false when
 // the slot stops here (no attempts left, not repairable, no LLM, budget).
-func (l *loop) refine(ctx context.Context, r int, s slot, cur store.Candidate, failures []string) (store.Candidate, bool, error) {
+func (l *loop) refine(ctx context.Context, r int, s search.Slot, cur store.Candidate, failures []string) (store.Candidate, bool, error) {
 	if l.in.LLM == nil || s.Variant != nil || cur.Verdict == nil || cur.Verdict.Failure == failDup ||
 		cur.RefineAttempt >= l.cfg.RefineAttempts || l.budgetStopped() != "" {
 		return cur, false, nil
 	}
 	n := cur.RefineAttempt + 1
-	id := candidateID(r, s.Index, n)
+	id := store.CandidateID(r, s.Index, n)
 	p, err := l.in.Prompts.Refine(prompts.RefineData{
 		Target: l.target, Problem: l.in.Task.ProblemSource, Kernel: cur.Source,
 		Failure: cur.Verdict.Failure, Reason: cur.Verdict.Reason, Attempt: n, MaxAttempts: l.cfg.RefineAttempts,
@@ -268,8 +272,9 @@ func (l *loop) refine(ctx context.Context, r int, s slot, cur store.Candidate, f
 	if xerr != nil {
 		src = reply
 	}
-	next := store.Candidate{RunID: l.runID, ID: id, Round: r, ParentID: cur.ParentID, Bottleneck: cur.Bottleneck,
-		Direction: cur.Direction, RefineOf: cur.ID, RefineAttempt: n}
+	next := store.Candidate{RunID: l.runID, ID: id, Round: r, Slot: cur.Slot, ParentID: cur.ParentID,
+		Inspirations: cur.Inspirations, Bottleneck: cur.Bottleneck, Direction: cur.Direction, RefineOf: cur.ID,
+		RefineAttempt: n}
 	next, err = l.add(ctx, next, src, xerr)
 	return next, err == nil, err
 }
@@ -312,15 +317,8 @@ func (l *loop) add(ctx context.Context, c store.Candidate, src string, xerr erro
 	if v == nil {
 		return c, nil
 	}
-	if err := l.art.writeJSON(candidateFile(c.ID, "verdict.json"), v); err != nil {
-		return c, err
-	}
-	c, err = l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: store.StatusRejected, Verdict: v})
-	if err != nil {
-		return c, err
-	}
-	l.emitVerified(c)
-	return c, nil
+	return l.record(ctx, c, step{update: store.Update{Status: store.StatusRejected, Verdict: v},
+		file: "verdict.json", body: v, event: verifiedEvent})
 }
 
 // materialize writes a candidate's source to its kernel.py (again after a
@@ -347,28 +345,12 @@ func (l *loop) verify(ctx context.Context, c store.Candidate) (store.Candidate, 
 	if err != nil {
 		return c, fmt.Errorf("verify %s: %w", c.ID, err)
 	}
-	if err := l.art.writeJSON(candidateFile(c.ID, "verdict.json"), v); err != nil {
-		return c, err
-	}
 	st := store.StatusVerified
 	if !v.Passed {
 		st = store.StatusRejected
 	}
-	c, err = l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: st, Verdict: &v})
-	if err != nil {
-		return c, err
-	}
-	l.emitVerified(c)
-	return c, nil
-}
-
-func (l *loop) emitVerified(c store.Candidate) {
-	ev := Event{Event: EventCandidateVerified, Round: ptr(c.Round), Candidate: c.ID, Parent: c.ParentID,
-		Direction: c.Direction, Attempt: c.RefineAttempt, Passed: ptr(c.Verdict != nil && c.Verdict.Passed)}
-	if c.Verdict != nil && !c.Verdict.Passed {
-		ev.Failure, ev.Reason = c.Verdict.Failure, c.Verdict.Reason
-	}
-	l.ev.emit(ev)
+	return l.record(ctx, c, step{update: store.Update{Status: st, Verdict: &v}, file: "verdict.json", body: v,
+		event: verifiedEvent})
 }
 
 // timeCandidate times a verified candidate. A timing the candidate is to
@@ -379,37 +361,23 @@ func (l *loop) timeCandidate(ctx context.Context, c store.Candidate) (store.Cand
 		return c, err
 	}
 	t, err := l.in.Session.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: l.platformCandidate(c)})
-	ev := Event{Event: EventCandidateTimed, Round: ptr(c.Round), Candidate: c.ID, Parent: c.ParentID, Attempt: c.RefineAttempt}
-	if err != nil {
-		v, ok := timingFault(err)
-		if !ok {
-			return c, fmt.Errorf("time %s: %w", c.ID, err)
-		}
-		if t.MedianMS > 0 && t.N > 0 {
-			if c, err = l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: store.StatusTimed, Timing: &t}); err != nil {
-				return c, err
-			}
-			_ = l.art.writeJSON(candidateFile(c.ID, "timing.json"), t)
-		}
-		if err := l.art.writeJSON(candidateFile(c.ID, "verdict.json"), v); err != nil {
+	if err == nil {
+		return l.record(ctx, c, step{update: store.Update{Status: store.StatusTimed, Timing: &t}, file: "timing.json",
+			body: t, event: timedEvent})
+	}
+	v, ok := timingFault(err)
+	if !ok {
+		return c, fmt.Errorf("time %s: %w", c.ID, err)
+	}
+	if t.MedianMS > 0 && t.N > 0 {
+		// The timing the rejection is about is kept (the report shows it).
+		if c, err = l.record(ctx, c, step{update: store.Update{Status: store.StatusTimed, Timing: &t},
+			file: "timing.json", body: t}); err != nil {
 			return c, err
 		}
-		if c, err = l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: store.StatusRejected, Verdict: &v}); err != nil {
-			return c, err
-		}
-		ev.Passed, ev.Failure, ev.Reason, ev.MedianMS = ptr(false), v.Failure, v.Reason, t.MedianMS
-		l.ev.emit(ev)
-		return c, nil
 	}
-	if c, err = l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: store.StatusTimed, Timing: &t}); err != nil {
-		return c, err
-	}
-	if err := l.art.writeJSON(candidateFile(c.ID, "timing.json"), t); err != nil {
-		return c, err
-	}
-	ev.MedianMS, ev.CV = t.MedianMS, t.CV
-	l.ev.emit(ev)
-	return c, nil
+	return l.record(ctx, c, step{update: store.Update{Status: store.StatusRejected, Verdict: &v}, file: "verdict.json",
+		body: v, event: timedEvent})
 }
 
 // skipProfile says why the profiling policy leaves a timed candidate on the
@@ -449,9 +417,6 @@ func (l *loop) profileCandidate(ctx context.Context, c store.Candidate, skipped 
 	if err := ctx.Err(); err != nil {
 		return c, err
 	}
-	c, err := l.st.UpdateCandidate(ctx, l.runID, c.ID, store.Update{Status: store.StatusProfiled, Metrics: &m, Roofline: &res})
-	if err != nil {
-		return c, err
-	}
-	return c, l.art.writeJSON(candidateFile(c.ID, "metrics.json"), map[string]any{"metrics": m, "roofline": res})
+	return l.record(ctx, c, step{update: store.Update{Status: store.StatusProfiled, Metrics: &m, Roofline: &res},
+		file: "metrics.json", body: map[string]any{"metrics": m, "roofline": res}})
 }

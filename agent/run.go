@@ -16,6 +16,7 @@ import (
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // Loop events the agent records in the store, beside the store's own.
@@ -40,8 +41,8 @@ type loop struct {
 	// isolation is how the session keeps candidates from the judge.
 	isolation string
 	target    prompts.Target
-	search    strategy
-	polish    strategy // nil: no polish phase
+	strat     search.Strategy
+	polish    search.Strategy // nil: no polish phase
 	// resumed: replies already in the run dir are reused instead of asked again.
 	resumed bool
 	// prior is the LLM spend recorded before a resume.
@@ -54,7 +55,7 @@ type loop struct {
 	budgetStop string
 
 	// Changed between rounds only.
-	state          searchState
+	state          search.State
 	bestID         string // the current best (the store's Run.BestID)
 	input          store.Candidate
 	eager, compile *platform.Timing
@@ -79,7 +80,7 @@ func Run(ctx context.Context, in RunInput) (Result, error) {
 	}
 	run, err := l.st.CreateRun(ctx, store.Run{
 		ID: in.RunID, KernelDir: in.Task.Dir, Problem: in.Task.Name, Strategy: l.cfg.Strategy,
-		Platform: in.Platform.Name(), Device: l.device, ConfigYAML: in.ConfigYAML, InputID: inputID,
+		Platform: in.Platform.Name(), Device: l.device, ConfigYAML: in.ConfigYAML, InputID: store.InputID,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("start run: %w", err)
@@ -156,21 +157,26 @@ func Resume(ctx context.Context, in RunInput, runID string) (Result, error) {
 
 func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 	cfg := in.Config
-	if !cfg.LLM.Configured() && in.LLM == nil && cfg.Strategy != configs.StrategyTune {
+	if !cfg.LLM.Configured() && in.LLM == nil && search.NeedsLLM(cfg.Strategy) {
 		// Without an LLM the tune strategy proposes (DESIGN §7).
 		in.Logger.Info("no llm configured: the tune strategy proposes", "strategy", cfg.Strategy)
 		cfg.Strategy = configs.StrategyTune
 	}
-	if cfg.Strategy != configs.StrategyTune && in.LLM == nil {
+	if search.NeedsLLM(cfg.Strategy) && in.LLM == nil {
 		return nil, fmt.Errorf("%w: strategy %s needs an llm client", ErrNoProposer, cfg.Strategy)
 	}
-	search, err := newStrategy(cfg, in.Tuner)
-	if err != nil {
-		return nil, err
+	strat, err := search.New(cfg.Strategy, cfg.SearchSettings(), in.Tuner)
+	switch {
+	case errors.Is(err, search.ErrNoTuner):
+		return nil, fmt.Errorf("%w: %v", ErrNoProposer, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	l := &loop{in: in, cfg: cfg, st: in.Store, log: in.Logger, search: search}
-	if cfg.StrategyConfig.PolishRounds > 0 && in.Tuner != nil && cfg.Strategy != configs.StrategyTune {
-		l.polish = tuneStrategy{tuner: in.Tuner, max: max(1, cfg.StrategyConfig.MaxVariants)}
+	l := &loop{in: in, cfg: cfg, st: in.Store, log: in.Logger, strat: strat}
+	if cfg.StrategyConfig.PolishRounds > 0 && in.Tuner != nil && search.NeedsLLM(cfg.Strategy) {
+		if l.polish, err = search.NewTune(cfg.SearchSettings(), in.Tuner); err != nil {
+			return nil, err
+		}
 	}
 	about := in.Session.About()
 	l.device, l.isolation = about.Device, about.Isolation
@@ -179,15 +185,8 @@ func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 		l.log.Warn("gpu specs unavailable: no roofline peaks", "err", err)
 	}
 	l.specs = specs
-	tp := cfg.TargetPlatform
-	if tp == "" {
-		tp = in.Platform.Name()
-	}
-	entry := prompts.EntryKernelFunction
-	if string(in.Task.Entry) == prompts.EntryModelNew {
-		entry = prompts.EntryModelNew
-	}
-	l.target = prompts.Target{Platform: tp, GPU: l.specs, Entry: entry, AllowTF32: in.Task.Options.TF32 == "allow"}
+	l.target = prompts.NewTarget(cfg.TargetPlatform, in.Platform.Name(), in.Platform.Executes(), l.specs,
+		string(in.Task.Entry), in.Task.Options.TF32)
 	return l, nil
 }
 
@@ -257,7 +256,7 @@ func (l *loop) drive(ctx context.Context, rs *store.ResumeState) (Result, error)
 			open = false
 			continue
 		}
-		if l.current().directions() > 0 {
+		if l.current().Directions() > 0 {
 			_ = l.budgetLeft() // a spent budget stops the run before a round it cannot feed
 		}
 		reason := l.stopReason()
@@ -265,7 +264,7 @@ func (l *loop) drive(ctx context.Context, rs *store.ResumeState) (Result, error)
 			reason = ""
 		}
 		if reason != "" {
-			if l.searchStop != "" && l.state.Phase == phasePolish {
+			if l.searchStop != "" && l.state.Phase == search.PhasePolish {
 				reason = l.searchStop + "; polish: " + reason
 			}
 			return l.finish(ctx, reason)
@@ -295,7 +294,7 @@ func (l *loop) nextRound(ctx context.Context) int {
 // restore reads what a resumed run had reached: baselines, the input, the
 // state after the last finished round and the current best.
 func (l *loop) restore(ctx context.Context, rs *store.ResumeState) error {
-	l.state = searchState{BestID: inputID, Phase: phaseSearch}
+	l.state = search.State{BestID: store.InputID, Phase: search.PhaseSearch}
 	if rs == nil {
 		return nil
 	}
@@ -309,7 +308,7 @@ func (l *loop) restore(ctx context.Context, rs *store.ResumeState) error {
 			break
 		}
 	}
-	if in, err := l.st.Candidate(ctx, l.runID, inputID); err == nil {
+	if in, err := l.st.Candidate(ctx, l.runID, store.InputID); err == nil {
 		l.input = in
 	}
 	l.bestID = rs.Run.BestID
@@ -357,9 +356,9 @@ func (l *loop) round0(ctx context.Context) error {
 		}
 	}
 	l.ev.emit(Event{Event: EventRoundStarted, Round: ptr(0), Slots: 1})
-	c, err := l.st.Candidate(ctx, l.runID, inputID)
+	c, err := l.st.Candidate(ctx, l.runID, store.InputID)
 	if errors.Is(err, store.ErrNotFound) {
-		c, err = l.st.AddCandidate(ctx, store.Candidate{RunID: l.runID, ID: inputID, Round: 0, Source: l.in.Task.KernelSource, Direction: "input kernel"})
+		c, err = l.st.AddCandidate(ctx, store.Candidate{RunID: l.runID, ID: store.InputID, Round: 0, Source: l.in.Task.KernelSource, Direction: "input kernel"})
 	}
 	if err != nil {
 		return err
@@ -396,12 +395,12 @@ func (l *loop) round0(ctx context.Context) error {
 	}
 	l.input = c
 	if detail.BestID == "" {
-		if err := l.st.SetBest(ctx, l.runID, inputID); err != nil {
+		if err := l.st.SetBest(ctx, l.runID, store.InputID); err != nil {
 			return err
 		}
 	}
-	l.bestID = inputID
-	l.state = searchState{BestID: inputID, Phase: phaseSearch}
+	l.bestID = store.InputID
+	l.state = search.State{BestID: store.InputID, Phase: search.PhaseSearch}
 	if err := l.finishRound(ctx, 0); err != nil {
 		return err
 	}
@@ -474,7 +473,7 @@ func (l *loop) finishRound(ctx context.Context, r int) error {
 // stopReason applies the stop rules to the state after a round ("" to go
 // on).
 func (l *loop) stopReason() string {
-	if s := l.budgetStopped(); s != "" && l.state.Phase != phasePolish {
+	if s := l.budgetStopped(); s != "" && l.state.Phase != search.PhasePolish {
 		return s // the polish needs no LLM
 	}
 	if l.exhausted != "" {
@@ -484,7 +483,7 @@ func (l *loop) stopReason() string {
 		return s
 	}
 	maxNo := max(1, l.cfg.StrategyConfig.MaxNoImprovement)
-	if l.state.Phase == phasePolish {
+	if l.state.Phase == search.PhasePolish {
 		if l.state.PolishRounds >= l.cfg.StrategyConfig.PolishRounds {
 			return fmt.Sprintf("polish_rounds: %d tune rounds", l.state.PolishRounds)
 		}
@@ -505,11 +504,11 @@ func (l *loop) stopReason() string {
 // enterPolish switches to the tune polish when the search ended for a
 // reason a polish can follow; it reports whether the run goes on.
 func (l *loop) enterPolish(reason string) bool {
-	if l.polish == nil || l.state.Phase == phasePolish {
+	if l.polish == nil || l.state.Phase == search.PhasePolish {
 		return false
 	}
 	l.searchStop = reason
-	l.state.Phase = phasePolish
+	l.state.Phase = search.PhasePolish
 	l.state.NoImprovement = 0
 	l.exhausted = ""
 	return l.stopReason() == ""

@@ -18,16 +18,17 @@ import (
 	"github.com/kagent-dev/kagent/platform/noop"
 	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // fakeTuner proposes the test kernels as "knob variants".
-func fakeTuner(t testing.TB, calls *atomic.Int32) Tuner {
+func fakeTuner(t testing.TB, calls *atomic.Int32) search.Tuner {
 	fast, slow, again := candidateSource(t, "fast.py"), candidateSource(t, "slow.py"), candidateSource(t, "fast_again.py")
-	return TunerFunc(func(_ context.Context, source string, max int) ([]Variant, error) {
+	return search.TunerFunc(func(_ context.Context, source string, max int) ([]search.Variant, error) {
 		calls.Add(1)
-		vs := []Variant{{Label: "ROWS=1", Source: slow}, {Label: "FUSED=1", Source: fast}}
+		vs := []search.Variant{{Label: "ROWS=1", Source: slow}, {Label: "FUSED=1", Source: fast}}
 		if store.SourceHash(source) == store.SourceHash(fast) {
-			vs = []Variant{{Label: "FUSED=2", Source: again}, {Label: "ROWS=1", Source: slow}}
+			vs = []search.Variant{{Label: "FUSED=2", Source: again}, {Label: "ROWS=1", Source: slow}}
 		}
 		if len(vs) > max {
 			vs = vs[:max]
@@ -210,7 +211,7 @@ func TestProfilePolicy(t *testing.T) {
 				switch {
 				case w != "(the best)":
 					want = append(want, w)
-				case res.Best.ID != inputID:
+				case res.Best.ID != store.InputID:
 					want = append(want, all[res.Best.ID].Direction)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/agent/tune"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // TestKnobTuner runs package tune on the rmsnorm example (the knob finder
@@ -22,7 +23,7 @@ func TestKnobTuner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kt := KnobTuner{Finder: tune.Finder{Python: py, CacheDir: t.TempDir()}}
+	kt := search.KnobTuner{Finder: tune.Finder{Python: py, CacheDir: t.TempDir()}}
 	vs, err := kt.Variants(context.Background(), string(src), 4)
 	if err != nil {
 		t.Fatal(err)

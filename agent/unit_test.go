@@ -69,98 +69,6 @@ func cand(id string, ms float64, hash string) store.Candidate {
 	return store.Candidate{ID: id, SourceHash: hash, Status: store.StatusProfiled, Timing: &platform.Timing{MedianMS: ms}}
 }
 
-func TestBeamUpdate(t *testing.T) {
-	hist := func(cs ...store.Candidate) history {
-		h := history{byID: map[string]store.Candidate{}, hashes: map[string]string{}}
-		for _, c := range cs {
-			h.byID[c.ID] = c
-		}
-		return h
-	}
-	b := beam{n: 3, m: 2, divergence: 50}
-	tests := []struct {
-		name     string
-		state    searchState
-		measured []store.Candidate
-		history  history
-		want     []string
-	}{
-		{
-			name:     "best first, then by time",
-			state:    searchState{BestID: "r1c2", Beam: []string{"input"}},
-			history:  hist(cand("input", 10, "h0")),
-			measured: []store.Candidate{cand("r1c1", 9, "h1"), cand("r1c2", 8, "h2"), cand("r1c3", 9.5, "h3")},
-			want:     []string{"r1c2", "r1c1", "r1c3"},
-		},
-		{
-			name:     "one kernel per normalised source",
-			state:    searchState{BestID: "input"},
-			history:  hist(cand("input", 10, "h0")),
-			measured: []store.Candidate{cand("r1c1", 11, "h1"), cand("r1c2", 11.5, "h1"), cand("r1c3", 12, "h0")},
-			want:     []string{"input", "r1c1"},
-		},
-		{
-			name:     "diverged branches are dropped",
-			state:    searchState{BestID: "r1c1", Beam: []string{"input"}},
-			history:  hist(cand("input", 10, "h0")),
-			measured: []store.Candidate{cand("r1c1", 4, "h1"), cand("r1c2", 5.9, "h2"), cand("r1c3", 6.1, "h3")},
-			want:     []string{"r1c1", "r1c2"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := tc.state
-			b.update(&s, roundOutcome{Measured: tc.measured}, tc.history)
-			if !reflect.DeepEqual(s.Beam, tc.want) {
-				t.Fatalf("beam %v, want %v", s.Beam, tc.want)
-			}
-		})
-	}
-}
-
-func TestBeamSlots(t *testing.T) {
-	b := beam{n: 2, m: 2}
-	type pr struct {
-		parent string
-		rank   int
-	}
-	get := func(s searchState) []pr {
-		ss, _ := b.slots(context.Background(), &s, history{})
-		var out []pr
-		for i, x := range ss {
-			if x.Index != i+1 {
-				t.Errorf("slot %d has index %d", i, x.Index)
-			}
-			out = append(out, pr{x.ParentID, x.Rank})
-		}
-		return out
-	}
-	// Round 1: one kernel; the best takes the missing member's directions.
-	if got, want := get(searchState{BestID: "input"}), []pr{{"input", 1}, {"input", 2}, {"input", 3}, {"input", 4}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("one member: %v, want %v", got, want)
-	}
-	if got, want := get(searchState{BestID: "a", Beam: []string{"a", "b", "a"}}), []pr{{"a", 1}, {"a", 2}, {"b", 1}, {"b", 2}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("two members: %v, want %v", got, want)
-	}
-}
-
-func TestGreedySlotsAndPlateau(t *testing.T) {
-	s := searchState{BestID: "r2c1"}
-	ss, _ := greedy{}.slots(context.Background(), &s, history{})
-	if len(ss) != 1 || ss[0].ParentID != "r2c1" || ss[0].Rank != 1 {
-		t.Fatalf("slots %+v", ss)
-	}
-	greedy{}.update(&s, roundOutcome{}, history{})
-	greedy{}.update(&s, roundOutcome{}, history{})
-	if s.NoImprovement != 2 {
-		t.Fatalf("no improvement %d", s.NoImprovement)
-	}
-	greedy{}.update(&s, roundOutcome{Promoted: true}, history{})
-	if s.NoImprovement != 0 {
-		t.Fatalf("a promotion did not reset the plateau counter")
-	}
-}
-
 func TestCandidateIDs(t *testing.T) {
 	tests := []struct {
 		id                   string
@@ -174,11 +82,11 @@ func TestCandidateIDs(t *testing.T) {
 		{"r1c2x", 0, 0, 0, false, "round000/r1c2x"},
 	}
 	for _, tc := range tests {
-		r, s, a, ok := parseCandidateID(tc.id)
+		r, s, a, ok := store.ParseCandidateID(tc.id)
 		if ok != tc.ok || ok && (r != tc.round || s != tc.slot || a != tc.attempt) {
 			t.Errorf("%s: %d %d %d %v", tc.id, r, s, a, ok)
 		}
-		if ok && candidateID(r, s, a) != tc.id {
+		if ok && store.CandidateID(r, s, a) != tc.id {
 			t.Errorf("%s does not round-trip", tc.id)
 		}
 		if d := candidateDir(tc.id); d != tc.dir {
@@ -186,7 +94,7 @@ func TestCandidateIDs(t *testing.T) {
 		}
 	}
 	ids := []string{"r2c1", "r10c1", "r2c1f1", "input", "r2c10", "r2c2"}
-	slices.SortFunc(ids, compareIDs)
+	slices.SortFunc(ids, store.CompareIDs)
 	if want := []string{"input", "r2c1", "r2c1f1", "r2c2", "r2c10", "r10c1"}; !reflect.DeepEqual(ids, want) {
 		t.Errorf("sorted %v, want %v", ids, want)
 	}
@@ -220,10 +128,19 @@ func TestLLMConfig(t *testing.T) {
 	}
 }
 
-// TestConfigProvidersAreLLMProviders: every llm.provider configs accepts,
-// the LLM layer accepts too.
+// TestConfigProvidersAreLLMProviders: every llm.provider spelling and
+// reasoning effort the LLM layer accepts, configs accepts too, and each
+// provider resolves to a provider the layer builds.
 func TestConfigProvidersAreLLMProviders(t *testing.T) {
-	for _, p := range configs.LLMProviders {
+	for _, e := range llm.ReasoningEfforts() {
+		c := configs.Default()
+		c.LLM.Model, c.LLM.ReasoningEffort = "some-model", e
+		c.Normalize()
+		if err := c.Validate(); err != nil {
+			t.Errorf("configs rejects reasoning effort %s: %v", e, err)
+		}
+	}
+	for _, p := range llm.ProviderNames() {
 		c := configs.Default()
 		c.LLM.Provider, c.LLM.Model = p, "some-model"
 		c.Normalize()

@@ -11,14 +11,16 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kagent-dev/kagent/search"
 )
 
 // Strategy names.
 const (
-	StrategyGreedy = "greedy"
-	StrategyBeam   = "beam_search"
-	StrategyTune   = "tune"
-	StrategyNoop   = "noop"
+	StrategyGreedy = search.Greedy
+	StrategyBeam   = search.Beam
+	StrategyTune   = search.Tune
+	StrategyNoop   = search.Noop
 )
 
 // Profiling policies (profile_candidates).
@@ -99,6 +101,14 @@ type StrategyConfig struct {
 	PolishRounds int `yaml:"polish_rounds"`
 }
 
+// SearchSettings are the strategy's settings (strategy_config and
+// divergence_threshold) as package search reads them.
+func (c Config) SearchSettings() search.Settings {
+	sc := c.StrategyConfig
+	return search.Settings{NumTopKernels: sc.NumTopKernels, NumBottlenecks: sc.NumBottlenecks,
+		MaxVariants: sc.MaxVariants, DivergencePct: c.DivergenceThreshold}
+}
+
 // RooflineConfig tunes the roofline analysis and the roofline stop rule.
 type RooflineConfig struct {
 	// ThresholdPct is the SOL at which a kernel counts as at the roofline
@@ -117,7 +127,7 @@ type LLMConfig struct {
 	Model           string        `yaml:"model"`
 	BaseURL         string        `yaml:"base_url"`
 	APIKeyEnv       string        `yaml:"api_key_env"`
-	ReasoningEffort string        `yaml:"reasoning_effort"` // "", low, medium, high
+	ReasoningEffort string        `yaml:"reasoning_effort"` // "" or one of llm.ReasoningEfforts()
 	Temperature     *float64      `yaml:"temperature"`
 	MaxConcurrency  int           `yaml:"max_concurrency"`
 	Timeout         time.Duration `yaml:"timeout"`

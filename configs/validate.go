@@ -3,6 +3,9 @@ package configs
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kagent-dev/kagent/agent/llm"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // PlatformNames are the platforms kagent has, as users name them (the
@@ -38,21 +41,14 @@ func Words(names []string, last string) string {
 
 var profilePolicies = []string{ProfileImproving, ProfileAll, ProfileNone}
 
-var knownStrategies = []string{StrategyGreedy, StrategyBeam, StrategyTune, StrategyNoop}
-
-// LLMProviders are the llm.provider names (and aliases) the LLM layer
-// accepts: OpenAI-compatible servers, then the native APIs.
-var LLMProviders = []string{"openai", "openai-compatible", "vllm", "sglang", "ollama", "openrouter",
-	"anthropic", "claude", "google", "gemini", "bedrock"}
-
 // Validate checks the whole configuration and reports every problem found,
 // each saying what to change.
 func (c *Config) Validate() error {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 
-	if !contains(knownStrategies, c.Strategy) {
-		add("strategy %q is not one of %s", c.Strategy, strings.Join(knownStrategies, ", "))
+	for _, p := range search.Check(c.Strategy, c.SearchSettings()) {
+		add("%s", p)
 	}
 	if p := c.PlatformName(); p != "" && !contains(PlatformNames, p) {
 		add("platform %q is not one of %s (or leave it empty to auto-detect)", p, strings.Join(PlatformNames, ", "))
@@ -72,14 +68,6 @@ func (c *Config) Validate() error {
 	if c.RefineAttempts < 0 {
 		add("refine_attempts is %d: set it to 0 or more", c.RefineAttempts)
 	}
-	if c.Strategy == StrategyBeam {
-		if c.StrategyConfig.NumTopKernels < 1 {
-			add("strategy_config.num_top_kernels is %d: beam search needs 1 or more", c.StrategyConfig.NumTopKernels)
-		}
-		if c.StrategyConfig.NumBottlenecks < 1 {
-			add("strategy_config.num_bottlenecks is %d: beam search needs 1 or more", c.StrategyConfig.NumBottlenecks)
-		}
-	}
 	if c.StrategyConfig.MaxNoImprovement < 1 {
 		add("strategy_config.max_no_improvement is %d: set it to 1 or more", c.StrategyConfig.MaxNoImprovement)
 	}
@@ -95,11 +83,11 @@ func (c *Config) Validate() error {
 	if t := c.Roofline.ThresholdPct; t < 0 || t > 100 {
 		add("roofline.threshold_pct is %g: give a percentage between 0 and 100", t)
 	}
-	if p := strings.ToLower(strings.TrimSpace(c.LLM.Provider)); p != "" && !contains(LLMProviders, p) {
-		add("llm.provider %q is not one of %s (any OpenAI-compatible server is openai with llm.base_url)", c.LLM.Provider, strings.Join(LLMProviders, ", "))
+	if p := strings.ToLower(strings.TrimSpace(c.LLM.Provider)); p != "" && !contains(llm.ProviderNames(), p) {
+		add("llm.provider %q is not one of %s (any OpenAI-compatible server is openai with llm.base_url)", c.LLM.Provider, strings.Join(llm.ProviderNames(), ", "))
 	}
-	if e := c.LLM.ReasoningEffort; e != "" && !contains([]string{"low", "medium", "high"}, e) {
-		add("llm.reasoning_effort %q is not one of low, medium, high", e)
+	if e := c.LLM.ReasoningEffort; e != "" && !contains(llm.ReasoningEfforts(), e) {
+		add("llm.reasoning_effort %q is not one of %s", e, strings.Join(llm.ReasoningEfforts(), ", "))
 	}
 	if c.LLM.Record != "" && c.LLM.Replay != "" {
 		add("llm.record and llm.replay are exclusive: record a transcript or replay one")

@@ -36,3 +36,9 @@ func FaultOf(err error) (*Fault, bool) {
 	}
 	return nil, false
 }
+
+// ErrProblem is in the chain of an error that is the problem's, not a
+// candidate's: its reference cannot be loaded or run (on a fresh worker), so
+// no candidate can pass and the run ends. Backends mark their load failures
+// with it.
+var ErrProblem = errors.New("the problem cannot be loaded")

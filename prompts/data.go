@@ -29,6 +29,26 @@ type Target struct {
 	AllowTF32 bool
 }
 
+// NewTarget is what a run's prompts are written for: targetPlatform (the
+// config's target_platform) where set, else the platform the run uses, and
+// cuda for a platform that runs nothing (a dry run's noop); the entry point
+// is ModelNew where entry says so, else kernel_function; tf32 is the task's
+// option (allow or forbid).
+func NewTarget(targetPlatform, platform string, executes bool, gpu roofline.Specs, entry, tf32 string) Target {
+	t := Target{Platform: targetPlatform, GPU: gpu, Entry: EntryKernelFunction, AllowTF32: tf32 == "allow"}
+	switch {
+	case t.Platform != "":
+	case executes && platform != "":
+		t.Platform = platform
+	default:
+		t.Platform = "cuda"
+	}
+	if entry == EntryModelNew {
+		t.Entry = EntryModelNew
+	}
+	return t
+}
+
 // Timings are measured times in milliseconds; 0 means not measured.
 type Timings struct {
 	KernelMS  float64 // the kernel the prompt is about

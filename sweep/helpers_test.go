@@ -15,6 +15,7 @@ import (
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cpu"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // testSource is the folder of test problems (a KernelBench checkout's shape).
@@ -123,7 +124,7 @@ func newLocal(t testing.TB, srv *llmtest.Server) *Local {
 		t.Fatal(err)
 	}
 	l := &Local{Config: cfg, ConfigYAML: "strategy: greedy\n", Platform: p, LLM: client, Python: py, Seeds: 1,
-		Tuner: agent.KnobTuner{Finder: tune.Finder{Python: py}}}
+		Tuner: search.KnobTuner{Finder: tune.Finder{Python: py}}}
 	t.Cleanup(func() { l.Close() })
 	return l
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-dev/kagent/search"
 )
 
 // SlotOpener is implemented by platforms that can bind a session to one
@@ -71,7 +72,7 @@ type Local struct {
 	// together.
 	Budget  llm.Limits
 	Prompts *prompts.Set
-	Tuner   agent.Tuner
+	Tuner   search.Tuner
 	// Python runs the kernel dir's static check ("": python3).
 	Python string
 	// Seeds and Entry tune generation (generate.Input).
@@ -160,7 +161,7 @@ func (l *Local) RunProblem(ctx context.Context, job Job) (ProblemResult, error) 
 	in := agent.RunInput{Config: l.Config, ConfigYAML: l.ConfigYAML, Task: task, Platform: l.Platform, Session: sess,
 		Store: job.Store, Budget: l.Budget, Prompts: l.Prompts, Tuner: l.Tuner, RunDir: job.RunDir, RunID: job.RunID,
 		Progress: l.Progress, WriteOptimized: true, Logger: job.Logger}
-	if l.Config.Strategy != configs.StrategyTune {
+	if !search.WithoutLLM(l.Config.Strategy) {
 		in.LLM = client
 	}
 	detail, err := job.Store.GetRun(ctx, job.RunID)

@@ -244,14 +244,9 @@ func Run(ctx context.Context, in Input) (Result, error) {
 
 // target is what the prompts are written for.
 func target(ctx context.Context, in Input) prompts.Target {
-	t := prompts.Target{Platform: in.Config.TargetPlatform, Entry: in.Entry, AllowTF32: in.Task.Options.TF32 == "allow"}
-	if t.Platform == "" {
-		t.Platform = in.Platform.Name()
-	}
-	if s, err := platform.SpecsOf(ctx, in.Platform, in.Session); err == nil {
-		t.GPU = s
-	}
-	return t
+	specs, _ := platform.SpecsOf(ctx, in.Platform, in.Session)
+	return prompts.NewTarget(in.Config.TargetPlatform, in.Platform.Name(), in.Platform.Executes(), specs, in.Entry,
+		in.Task.Options.TF32)
 }
 
 // open creates the store run (when there is a store) and the artifacts dir.

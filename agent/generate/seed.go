@@ -11,7 +11,6 @@ import (
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/prompts"
 )
 
@@ -95,8 +94,7 @@ func (g *gen) seed(ctx, wctx context.Context, k int) SeedOutcome {
 			}
 			v, err = g.in.Session.Verify(ctx, platform.Candidate{ID: id, Path: a.Path, Source: src})
 			if err != nil {
-				var pe *worker.ProblemError
-				if errors.As(err, &pe) || ctx.Err() != nil {
+				if errors.Is(err, platform.ErrProblem) || ctx.Err() != nil {
 					g.fail(fmt.Errorf("generate: verify %s: %w", id, err))
 				}
 				out.Stopped = "verify: " + oneLine(err.Error())

@@ -27,14 +27,38 @@ const (
 	ProviderBedrock = "bedrock"
 )
 
-// providerAliases maps accepted spellings to provider names.
-var providerAliases = map[string]string{
-	"openai": ProviderOpenAI, "openai-compatible": ProviderOpenAI, "openai_compatible": ProviderOpenAI,
-	"vllm": ProviderVLLM, "sglang": ProviderSGLang, "ollama": ProviderOllama, "openrouter": ProviderOpenRouter,
-	"anthropic": ProviderAnthropic, "claude": ProviderAnthropic,
-	"google": ProviderGoogle, "gemini": ProviderGoogle, "googleai": ProviderGoogle,
-	"bedrock": ProviderBedrock, "aws": ProviderBedrock,
+// providerSpellings are the accepted llm.provider spellings and the
+// provider each names, in the order help and errors list them.
+var providerSpellings = [][2]string{
+	{"openai", ProviderOpenAI}, {"openai-compatible", ProviderOpenAI}, {"openai_compatible", ProviderOpenAI},
+	{"vllm", ProviderVLLM}, {"sglang", ProviderSGLang}, {"ollama", ProviderOllama}, {"openrouter", ProviderOpenRouter},
+	{"anthropic", ProviderAnthropic}, {"claude", ProviderAnthropic},
+	{"google", ProviderGoogle}, {"gemini", ProviderGoogle}, {"googleai", ProviderGoogle},
+	{"bedrock", ProviderBedrock}, {"aws", ProviderBedrock},
 }
+
+// providerAliases maps accepted spellings to provider names.
+var providerAliases = func() map[string]string {
+	m := map[string]string{}
+	for _, p := range providerSpellings {
+		m[p[0]] = p[1]
+	}
+	return m
+}()
+
+// ProviderNames lists every accepted llm.provider spelling (the single
+// source the configuration validates against).
+func ProviderNames() []string {
+	out := make([]string, len(providerSpellings))
+	for i, p := range providerSpellings {
+		out[i] = p[0]
+	}
+	return out
+}
+
+// ReasoningEfforts lists the accepted llm.reasoning_effort values (empty
+// means the model's default).
+func ReasoningEfforts() []string { return slices.Clone(reasoningEfforts[1:]) }
 
 // defaultBaseURLs of the OpenAI-compatible servers.
 var defaultBaseURLs = map[string]string{

@@ -18,6 +18,7 @@ import (
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-dev/kagent/search"
 )
 
 func generateCommand() *cli.Command {
@@ -64,8 +65,8 @@ func llmFlags(c *cli.Context, cfg *configs.Config) error {
 // llmClient, whatever the strategy (tune needs no LLM, generation does).
 // nil when no LLM is configured.
 func generationClient(cfg configs.Config, match string, log *slog.Logger) (llm.Client, error) {
-	if cfg.Strategy == configs.StrategyTune {
-		cfg.Strategy = configs.StrategyGreedy
+	if search.WithoutLLM(cfg.Strategy) {
+		cfg.Strategy = search.Greedy
 	}
 	return llmClient(cfg, match, log)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-dev/kagent/search"
 )
 
 func optimizeCommand() *cli.Command {
@@ -174,7 +175,7 @@ func runOptimize(c *cli.Context) error {
 		s.cfg.LLM.Replay, s.cfg.LLM.Record = absPath(d), ""
 	}
 	log := logger(c)
-	if !s.platform.Executes() || s.cfg.Strategy == configs.StrategyNoop {
+	if !s.platform.Executes() || !search.Searches(s.cfg.Strategy) {
 		if resume != "" {
 			return usageError("--resume: the %s platform executes nothing; a dry run has nothing to resume", s.platform.Name())
 		}
@@ -200,7 +201,7 @@ func runOptimize(c *cli.Context) error {
 	}
 	in := agent.RunInput{
 		Config: s.cfg, ConfigYAML: string(cfgYAML), Task: s.task, Platform: s.platform, Store: st, LLM: client,
-		Budget: agent.LLMConfig(s.cfg).Budget, Tuner: agent.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}},
+		Budget: agent.LLMConfig(s.cfg).Budget, Tuner: search.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}},
 		Progress: c.App.Writer, WriteOptimized: true, Logger: log, Prompts: s.prompts,
 	}
 	if out := c.String("out"); out != "" {
@@ -316,7 +317,7 @@ func llmClient(cfg configs.Config, match string, log *slog.Logger) (llm.Client, 
 		rp.SetLogger(log)
 		return llm.NewMeter(rp, lc.Budget, llm.WithConcurrency(lc.Concurrency)), nil
 	}
-	if !cfg.LLM.Configured() || cfg.Strategy == configs.StrategyTune {
+	if !cfg.LLM.Configured() || search.WithoutLLM(cfg.Strategy) {
 		return nil, nil
 	}
 	client, err := llm.New(lc, llm.WithLogger(log))
@@ -437,7 +438,7 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string, log *slog.Logger)
 	b, _ := json.Marshal(s.task.Options)
 	_ = json.Unmarshal(b, &opts)
 	llmDesc := "none: the tune strategy needs no LLM"
-	if s.cfg.Strategy != configs.StrategyTune {
+	if !search.WithoutLLM(s.cfg.Strategy) {
 		model := s.cfg.LLM.Model
 		if model == "" {
 			model = "(no model configured: set llm.model or --llm-model; prompts are rendered, not sent)"

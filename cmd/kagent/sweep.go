@@ -17,6 +17,7 @@ import (
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-dev/kagent/search"
 	"github.com/kagent-dev/kagent/sweep"
 )
 
@@ -168,7 +169,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 		return fmt.Errorf("sweep: record the configuration: %w", err)
 	}
 	runner := &sweep.Local{Config: s.cfg, ConfigYAML: string(cfgYAML), Platform: p, LLM: client, Budget: agent.LLMConfig(s.cfg).Budget,
-		Tuner: agent.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}}, Python: s.cfg.Python,
+		Tuner: search.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}}, Python: s.cfg.Python,
 		Seeds: c.Int("seeds"), Entry: c.String("entry"), Kernels: kernels, Prompts: set}
 	defer runner.Close()
 	o := sweep.Options{Dir: s.dir, Source: s.source, Level: s.level, Selection: s.selection, Strategy: s.cfg.Strategy,

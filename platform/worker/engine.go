@@ -138,6 +138,9 @@ func (e *ProblemError) Unwrap() error { return e.Err }
 // Fault: a problem that cannot be loaded is never the candidate's fault.
 func (e *ProblemError) Fault() (*platform.Fault, bool) { return nil, false }
 
+// Is reports it as platform.ErrProblem.
+func (e *ProblemError) Is(target error) bool { return target == platform.ErrProblem }
+
 // with leases a worker with the problem loaded and runs fn on it.
 func (e *Engine) with(ctx context.Context, fn func(w *Lease, problemID string) error) error {
 	l, err := e.pool.Acquire(ctx)

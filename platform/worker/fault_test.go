@@ -30,6 +30,10 @@ func TestFaults(t *testing.T) {
 		{&platform.Fault{Check: "x", Reason: "y"}, true, "x"},
 	}
 	for i, c := range cases {
+		var pe *ProblemError
+		if problem := errors.As(c.err, &pe); errors.Is(c.err, platform.ErrProblem) != problem {
+			t.Errorf("case %d (%v): errors.Is(platform.ErrProblem) = %v, want %v", i, c.err, !problem, problem)
+		}
 		f, ok := platform.FaultOf(c.err)
 		if ok != c.fault || (ok && (f.Check != c.check || f.Reason == "")) {
 			t.Errorf("case %d (%v): FaultOf = %+v, %v; want fault %v with check %q", i, c.err, f, ok, c.fault, c.check)
