@@ -11,6 +11,7 @@ import (
 
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/gpu"
 )
 
 // Run checks the platform's contract against a kernel dir whose input kernel
@@ -124,4 +125,49 @@ func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
 			}
 		}
 	})
+}
+
+// WithoutGPU readies a worker-backed GPU platform's stack for the suite on
+// a machine without that GPU, unless KAGENT_CONFORMANCE_REAL=1 (run it on
+// the hardware as it is): the driver probe and the GPU list are stood in
+// for, torch's device is the CPU (Triton kernels through the interpreter)
+// and the profiler is the synthetic one (the vendor profilers need the
+// GPU). The rest is the platform's own: its workers and their sandbox, the
+// Triton requirement, the specs lookup and the sessions.
+func WithoutGPU(t *testing.T, s *gpu.Stack) {
+	t.Helper()
+	if os.Getenv("KAGENT_CONFORMANCE_REAL") == "1" {
+		return
+	}
+	t.Setenv("TRITON_INTERPRET", "1")
+	t.Setenv("KAGENT_CONFORMANCE_GPUS", "0")
+	s.Probe = func() (bool, string) { return true, "a stand-in for the " + s.Name + " driver" }
+	s.GPUs = gpu.Lister{Env: []string{"KAGENT_CONFORMANCE_GPUS"}}
+	s.TorchDevice = "cpu"
+	s.Profiler = nil
+}
+
+// TritonTask is a kernel dir whose input kernel is a Triton kernel (add and
+// ReLU), loaded from the worker's test data; call it from a platform's own
+// test directory (platform/<name>).
+func TritonTask(t *testing.T, python string) *kerneldir.Task {
+	t.Helper()
+	dir := t.TempDir()
+	for src, dst := range map[string]string{
+		"../worker/testdata/problems/add_relu/problem.py":   "problem.py",
+		"../worker/testdata/candidates/cuda/add_relu_ok.py": "kernel.py",
+	} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task, err := kerneldir.Load(context.Background(), dir, kerneldir.LoadOptions{Python: python, CacheDir: t.TempDir(), RequireKernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
 }
