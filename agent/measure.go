@@ -41,15 +41,15 @@ const notProfiled = "not profiled: "
 // counted from the problem's tensors.
 // A non-empty skipped leaves the profiler out (configs.ProfileCandidates)
 // and is recorded as the reason.
-func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Timing, skipped string) (roofline.Metrics, roofline.Result) {
+func (p *pipeline) profile(ctx context.Context, c platform.Candidate, t platform.Timing, skipped string) (roofline.Metrics, roofline.Result) {
 	var m roofline.Metrics
 	if skipped != "" {
 		m = roofline.Metrics{Source: "synthetic", Fallback: notProfiled + skipped}
 	} else {
 		var err error
-		if m, err = l.in.Session.Profile(ctx, c); err != nil {
+		if m, err = p.in.Session.Profile(ctx, c); err != nil {
 			if ctx.Err() == nil {
-				l.log.Warn("profiling failed; using the synthetic roofline", "candidate", c.ID, "err", err)
+				p.log.Warn("profiling failed; using the synthetic roofline", "candidate", c.ID, "err", err)
 			}
 			m = roofline.Metrics{Source: "synthetic", Fallback: "profiler: " + oneLine(err.Error())}
 		}
@@ -61,7 +61,7 @@ func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Tim
 		m.TimeMS = t.MedianMS
 	}
 	if m.BytesRead+m.BytesWrite == 0 && m.FLOPs == 0 {
-		if info, ok := l.problemInfo(ctx); ok {
+		if info, ok := p.problemInfo(ctx); ok {
 			m.BytesRead, m.BytesWrite = info.BytesIn, info.BytesOut
 			if info.FLOPs != nil {
 				m.FLOPs = *info.FLOPs
@@ -71,37 +71,37 @@ func (l *loop) profile(ctx context.Context, c platform.Candidate, t platform.Tim
 			}
 		}
 	}
-	if m.DType == "" && l.in.Task.Options.DType != "" {
-		m.DType = l.in.Task.Options.DType
+	if m.DType == "" && p.in.Task.Options.DType != "" {
+		m.DType = p.in.Task.Options.DType
 	}
-	return m, l.in.Platform.Analyzer().Analyze(m, l.specs)
+	return m, p.in.Platform.Analyzer().Analyze(m, p.specs)
 }
 
 // problemInfo asks a worker-backed session for the problem's tensors, once.
-func (l *loop) problemInfo(ctx context.Context) (platform.ProblemInfo, bool) {
-	l.infoOnce.Do(func() {
-		pi, ok := l.in.Session.(platform.ProblemInformer)
+func (p *pipeline) problemInfo(ctx context.Context) (platform.ProblemInfo, bool) {
+	p.infoOnce.Do(func() {
+		pi, ok := p.in.Session.(platform.ProblemInformer)
 		if !ok {
 			return
 		}
 		info, err := pi.Info(ctx)
 		if err != nil {
-			l.log.Warn("problem info unavailable", "err", err)
+			p.log.Warn("problem info unavailable", "err", err)
 			return
 		}
-		l.info = &info
+		p.info = &info
 	})
-	if l.info == nil {
+	if p.info == nil {
 		return platform.ProblemInfo{}, false
 	}
-	return *l.info, true
+	return *p.info, true
 }
 
 // compare times the candidate against the best, interleaved when the
 // session can, else from the two stored timings.
-func (l *loop) compare(ctx context.Context, best, cand platform.Candidate, bestT, candT platform.Timing) (Decision, platform.Timing, platform.Timing, error) {
-	rule := promotionRule{MinPct: l.cfg.MinImprovementPct, NoiseFactor: l.cfg.NoiseFactor}
-	cmp, ok := l.in.Session.(platform.Comparer)
+func (p *pipeline) compare(ctx context.Context, best, cand platform.Candidate, bestT, candT platform.Timing) (Decision, platform.Timing, platform.Timing, error) {
+	rule := promotionRule{MinPct: p.cfg.MinImprovementPct, NoiseFactor: p.cfg.NoiseFactor}
+	cmp, ok := p.in.Session.(platform.Comparer)
 	if !ok {
 		d := rule.decide(bestT, candT)
 		d.Best, d.Candidate = best.ID, cand.ID

@@ -27,7 +27,7 @@ func TestResumeChecksProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &loop{in: RunInput{Task: task}, st: st, runID: run.ID}
+	l := &loop{pipeline: &pipeline{in: RunInput{Task: task}, st: st, runID: run.ID}}
 	if err := l.checkProblem(ctx); err != nil {
 		t.Fatalf("a run with no record: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestResumeChecksProblem(t *testing.T) {
 			if tc.test != "" {
 				now.TestSHA256 = kerneldir.Sum([]byte(tc.test))
 			}
-			l := &loop{in: RunInput{Task: now}, st: st, runID: run.ID}
+			l := &loop{pipeline: &pipeline{in: RunInput{Task: now}, st: st, runID: run.ID}}
 			err := l.checkProblem(ctx)
 			if !errors.Is(err, ErrNotResumable) || !strings.Contains(err.Error(), tc.file+" changed since the run started") {
 				t.Errorf("checkProblem = %v", err)

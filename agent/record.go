@@ -23,18 +23,18 @@ type step struct {
 // record writes one step of candidate c everywhere it goes, in one order:
 // the artifact first (a file without its store row is harmless to a resumed
 // run; a row without its file is not), then the store, then the event.
-func (l *loop) record(ctx context.Context, c store.Candidate, s step) (store.Candidate, error) {
+func (p *pipeline) record(ctx context.Context, c store.Candidate, s step) (store.Candidate, error) {
 	if s.file != "" {
-		if err := l.art.writeJSON(candidateFile(c.ID, s.file), s.body); err != nil {
+		if err := p.art.writeJSON(candidateFile(c.ID, s.file), s.body); err != nil {
 			return c, err
 		}
 	}
-	c, err := l.st.UpdateCandidate(ctx, l.runID, c.ID, s.update)
+	c, err := p.st.UpdateCandidate(ctx, p.runID, c.ID, s.update)
 	if err != nil {
 		return c, err
 	}
 	if s.event != nil {
-		l.ev.emit(s.event(c))
+		p.ev.emit(s.event(c))
 	}
 	return c, nil
 }

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
 )
@@ -294,129 +290,4 @@ func (l *loop) slotError(ctx context.Context, id string, err error) error {
 	}
 	l.log.Warn("llm step failed; the slot yields nothing this round", "candidate", id, "err", err)
 	return nil
-}
-
-// add records a new candidate and writes its source. A reply without code
-// (xerr) is rejected as "extract"; a source that repeats one of the run
-// (same normalised-source hash) is rejected as "duplicate" without running.
-func (l *loop) add(ctx context.Context, c store.Candidate, src string, xerr error) (store.Candidate, error) {
-	c.Source = src
-	c, err := l.st.AddCandidate(ctx, c)
-	if err != nil {
-		return c, err
-	}
-	if _, err := l.materialize(c); err != nil {
-		return c, err
-	}
-	var v *platform.Verdict
-	if xerr != nil {
-		v = ptr(rejection(failExtract, oneLine(xerr.Error())))
-	} else if first, err := l.st.CandidateByHash(ctx, l.runID, c.SourceHash); err == nil && first.ID != c.ID {
-		v = ptr(rejection(failDup, fmt.Sprintf("the kernel is the same as %s (after normalising whitespace and comments); propose a different change", first.ID)))
-	}
-	if v == nil {
-		return c, nil
-	}
-	return l.record(ctx, c, step{update: store.Update{Status: store.StatusRejected, Verdict: v},
-		file: "verdict.json", body: v, event: verifiedEvent})
-}
-
-// materialize writes a candidate's source to its kernel.py (again after a
-// resume) and returns the path.
-func (l *loop) materialize(c store.Candidate) (string, error) {
-	p := l.art.kernelPath(c.ID)
-	if b, err := os.ReadFile(p); err == nil && string(b) == c.Source {
-		return p, nil
-	}
-	return p, l.art.write(candidateFile(c.ID, "kernel.py"), []byte(c.Source))
-}
-
-func (l *loop) platformCandidate(c store.Candidate) platform.Candidate {
-	return platform.Candidate{ID: c.ID, Path: l.art.kernelPath(c.ID), Source: c.Source}
-}
-
-// verify runs every verification check on a candidate (the static check
-// first) and records the verdict.
-func (l *loop) verify(ctx context.Context, c store.Candidate) (store.Candidate, error) {
-	if _, err := l.materialize(c); err != nil {
-		return c, err
-	}
-	v, err := l.in.Session.Verify(ctx, l.platformCandidate(c))
-	if err != nil {
-		return c, fmt.Errorf("verify %s: %w", c.ID, err)
-	}
-	st := store.StatusVerified
-	if !v.Passed {
-		st = store.StatusRejected
-	}
-	return l.record(ctx, c, step{update: store.Update{Status: st, Verdict: &v}, file: "verdict.json", body: v,
-		event: verifiedEvent})
-}
-
-// timeCandidate times a verified candidate. A timing the candidate is to
-// blame for (faster than physically possible, outputs changed, a crash)
-// rejects it, keeping the timing when there is one.
-func (l *loop) timeCandidate(ctx context.Context, c store.Candidate) (store.Candidate, error) {
-	if _, err := l.materialize(c); err != nil {
-		return c, err
-	}
-	t, err := l.in.Session.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: l.platformCandidate(c)})
-	if err == nil {
-		return l.record(ctx, c, step{update: store.Update{Status: store.StatusTimed, Timing: &t}, file: "timing.json",
-			body: t, event: timedEvent})
-	}
-	v, ok := timingFault(err)
-	if !ok {
-		return c, fmt.Errorf("time %s: %w", c.ID, err)
-	}
-	if t.MedianMS > 0 && t.N > 0 {
-		// The timing the rejection is about is kept (the report shows it).
-		if c, err = l.record(ctx, c, step{update: store.Update{Status: store.StatusTimed, Timing: &t},
-			file: "timing.json", body: t}); err != nil {
-			return c, err
-		}
-	}
-	return l.record(ctx, c, step{update: store.Update{Status: store.StatusRejected, Verdict: &v}, file: "verdict.json",
-		body: v, event: timedEvent})
-}
-
-// skipProfile says why the profiling policy leaves a timed candidate on the
-// synthetic roofline, or "" to run the profiler. Under "improving" only the
-// input is profiled when timed; a candidate is profiled when it becomes the
-// best or a beam parent (profileSkipped), the only times its metrics are used.
-func (l *loop) skipProfile(c store.Candidate) string {
-	switch {
-	case l.cfg.ProfileCandidates == configs.ProfileNone:
-		return "profile_candidates is none"
-	case l.cfg.ProfileCandidates == configs.ProfileAll || c.ParentID == "":
-		return ""
-	}
-	return "profiled only if it becomes the best or a parent"
-}
-
-// profileSkipped runs the profiler on a candidate the policy left on the
-// synthetic roofline, once it matters: it became the best (the roofline stop
-// rule and the report read its metrics) or a parent about to be diagnosed.
-// The profile replaces the stored synthetic metrics, so no kernel is
-// profiled twice; any other candidate is returned as it is.
-func (l *loop) profileSkipped(ctx context.Context, c store.Candidate) (store.Candidate, error) {
-	if c.Status != store.StatusProfiled || c.Timing == nil || c.Metrics == nil ||
-		!strings.HasPrefix(c.Metrics.Fallback, notProfiled) || l.cfg.ProfileCandidates == configs.ProfileNone {
-		return c, nil
-	}
-	return l.profileCandidate(ctx, c, "")
-}
-
-// profileCandidate profiles a timed candidate (or, with skipped set, leaves
-// it on the synthetic roofline) and places it on the roofline.
-func (l *loop) profileCandidate(ctx context.Context, c store.Candidate, skipped string) (store.Candidate, error) {
-	if _, err := l.materialize(c); err != nil {
-		return c, err
-	}
-	m, res := l.profile(ctx, l.platformCandidate(c), *c.Timing, skipped)
-	if err := ctx.Err(); err != nil {
-		return c, err
-	}
-	return l.record(ctx, c, step{update: store.Update{Status: store.StatusProfiled, Metrics: &m, Roofline: &res},
-		file: "metrics.json", body: map[string]any{"metrics": m, "roofline": res}})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,14 +28,8 @@ const (
 
 // loop is one run in progress.
 type loop struct {
-	in     RunInput
-	cfg    configs.Config
-	st     *store.Store
-	runID  string
-	art    *artifacts
-	ev     *emitter
-	log    *slog.Logger
-	specs  roofline.Specs
+	// pipeline takes one candidate through its steps and records them.
+	*pipeline
 	device string
 	// isolation is how the session keeps candidates from the judge.
 	isolation string
@@ -47,9 +40,6 @@ type loop struct {
 	resumed bool
 	// prior is the LLM spend recorded before a resume.
 	prior store.Usage
-
-	infoOnce sync.Once
-	info     *platform.ProblemInfo
 
 	mu         sync.Mutex
 	budgetStop string
@@ -172,7 +162,7 @@ func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	l := &loop{in: in, cfg: cfg, st: in.Store, log: in.Logger, strat: strat}
+	l := &loop{pipeline: &pipeline{in: in, cfg: cfg, st: in.Store, log: in.Logger}, strat: strat}
 	if cfg.StrategyConfig.PolishRounds > 0 && in.Tuner != nil && search.NeedsLLM(cfg.Strategy) {
 		if l.polish, err = search.NewTune(cfg.SearchSettings(), in.Tuner); err != nil {
 			return nil, err
