@@ -52,10 +52,9 @@ representative.
 from __future__ import annotations
 
 import math
-import random
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
@@ -67,17 +66,13 @@ from .guard import Guard
 from .checksum import checksum
 from .loading import Problem, apply_tf32, fresh_inputs, inputs_intact
 from .numerics import ToleranceFn, compare_outputs, device_violations, tolerance_for
+from .timing_stats import _recheck_indices, _stats, spread, tail_check
 
 HOST_FACTOR = 1.25
 HOST_SLACK_MS = 0.5
 HOST_BATCH_MS = 10.0
 MAX_SETS = 4
 SET_MEMORY_FRACTION = 0.25
-RECHECK_SAMPLES = 32
-# Large outputs: the random sample covers about RECHECK_BYTES of outputs, at
-# least RECHECK_MIN calls (plus the last call of each input set).
-RECHECK_BYTES = 4 << 30
-RECHECK_MIN = 4
 ESTIMATE_CALLS = 5
 UNSEEN_DRAWS = 3
 UNSEEN_FACTOR = 3.0
@@ -96,14 +91,8 @@ SPIN_MIN_MS = 0.03
 SPIN_MAX_MS = 20.0
 LATE_WINDOW = 20
 LATE_SHARE = 0.1
-# Work left running after a timed call's end event (on another stream): the
-# median over the timed calls of the device's busy time after the end event
-# may not exceed TAIL_FACTOR * median + TAIL_SLACK_MS.
-TAIL_FACTOR = 0.25
-TAIL_SLACK_MS = 0.05
 # The spin ahead of an unseen-input call (ms).
 UNSEEN_SPIN_MS = 0.5
-_rng = random.SystemRandom()
 
 
 class Unavailable(Exception):
@@ -280,31 +269,6 @@ def _flush_buffer(problem: Problem, params: BenchParams) -> Optional[torch.Tenso
         return None
     size = params.flush_bytes or (2 * dev.l2_bytes() or DEFAULT_FLUSH_BYTES)
     return torch.empty(max(1, size // 4), dtype=torch.int32, device=dev.torch_device)
-
-
-def _stats(times: List[float]) -> Dict[str, Any]:
-    xs = sorted(times)
-    n = len(xs)
-
-    def pct(p: float) -> float:
-        if n == 1:
-            return xs[0]
-        pos = p * (n - 1)
-        lo = int(math.floor(pos))
-        hi = min(lo + 1, n - 1)
-        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-    mean = sum(xs) / n
-    var = sum((x - mean) ** 2 for x in xs) / n
-    return {
-        "median_ms": pct(0.5),
-        "p20_ms": pct(0.2),
-        "p80_ms": pct(0.8),
-        "mean_ms": mean,
-        "cv": (math.sqrt(var) / mean) if mean > 0 else 0.0,
-        "n": n,
-        "times_ms": list(times),
-    }
 
 
 class _Timer:
@@ -641,28 +605,6 @@ def _output_bytes(problem: Problem) -> int:
     return nbytes(problem.draws[0].ref)
 
 
-def recheck_samples(out_bytes: int) -> int:
-    """How many timed calls are rechecked at random: RECHECK_SAMPLES, fewer
-    for large outputs (each rechecked output is compared with the reference,
-    and a candidate's crosses to the judge), but at least RECHECK_MIN."""
-    if out_bytes <= 0:
-        return RECHECK_SAMPLES
-    return max(RECHECK_MIN, min(RECHECK_SAMPLES, RECHECK_BYTES // out_bytes))
-
-
-def _recheck_indices(n: int, k: int, out_bytes: int = 0) -> Set[int]:
-    """The timed calls whose outputs are rechecked: a random sample (see
-    recheck_samples) plus the last call of each input set."""
-    samples = recheck_samples(out_bytes)
-    if n <= samples:
-        return set(range(n))
-    chosen = set(_rng.sample(range(n), samples))
-    for j in range(k):
-        last = n - 1 - ((n - 1 - j) % k)
-        chosen.add(last)
-    return chosen
-
-
 def _report(timer: _Timer) -> Dict[str, Any]:
     out = _stats(timer.times)
     out.update(
@@ -683,33 +625,6 @@ def _report(timer: _Timer) -> Dict[str, Any]:
     if timer.tails:
         out["tail_ms"] = _stats(timer.tails)["median_ms"]
     out.update(spread(timer.times, timer.late))
-    return out
-
-
-def spread(times: List[float], late: List[bool]) -> Dict[str, float]:
-    """The cv of the calls on time and, where some were late, ``cv_all`` of
-    every call: a late call's span holds host time past the end of its spin
-    (the median keeps every call)."""
-    on_time = [t for t, was_late in zip(times, late) if not was_late]
-    if len(late) != len(times) or not 2 <= len(on_time) < len(times):
-        return {}
-    return {"cv": _stats(on_time)["cv"], "cv_all": _stats(times)["cv"]}
-
-
-def tail_check(tails: List[float], median_ms: float) -> Optional[Dict[str, Any]]:
-    """The timed calls' tails (the device's busy time after each call's end
-    event) against the median: None without tails."""
-    if not tails:
-        return None
-    tail = sorted(tails)[len(tails) // 2]
-    limit = TAIL_FACTOR * median_ms + TAIL_SLACK_MS
-    out: Dict[str, Any] = {"tail_ms": tail, "limit_ms": limit, "calls": len(tails), "passed": tail <= limit}
-    if tail > limit:
-        out["reason"] = (
-            f"after the end event of a timed call the device stayed busy for {tail:.4g} ms (median of {len(tails)} "
-            f"calls; limit {limit:.4g} ms against a timed median of {median_ms:.4g} ms): the call leaves work "
-            f"running outside the timed stream (another stream or a thread); do all of a call's work on the "
-            f"current stream")
     return out
 
 

@@ -7,7 +7,7 @@ import unittest
 
 import torch
 
-from kagent_harness import timing
+from kagent_harness import timing, timing_stats
 from kagent_harness.timing import UNSEEN_DRAWS, BenchParams, Target, bench, compare
 from tests.helpers import TORCH2, TempFilesCase
 
@@ -16,7 +16,7 @@ FAST = BenchParams(warmup_ms=1, rep_ms=5, min_reps=5, max_reps=200)
 
 class StatsTest(unittest.TestCase):
     def test_percentiles(self) -> None:
-        s = timing._stats([5.0, 1.0, 3.0, 2.0, 4.0])
+        s = timing_stats._stats([5.0, 1.0, 3.0, 2.0, 4.0])
         self.assertEqual(s["median_ms"], 3.0)
         self.assertAlmostEqual(s["p20_ms"], 1.8)
         self.assertAlmostEqual(s["p80_ms"], 4.2)
@@ -26,13 +26,13 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(s["times_ms"], [5.0, 1.0, 3.0, 2.0, 4.0])  # in call order
 
     def test_single(self) -> None:
-        s = timing._stats([2.0])
+        s = timing_stats._stats([2.0])
         self.assertEqual((s["median_ms"], s["p20_ms"], s["cv"]), (2.0, 2.0, 0.0))
 
     def test_recheck_indices(self) -> None:
-        self.assertEqual(timing._recheck_indices(10, 3), set(range(10)))
-        idx = timing._recheck_indices(1000, 4)
-        self.assertLessEqual(len(idx), timing.RECHECK_SAMPLES + 4)
+        self.assertEqual(timing_stats._recheck_indices(10, 3), set(range(10)))
+        idx = timing_stats._recheck_indices(1000, 4)
+        self.assertLessEqual(len(idx), timing_stats.RECHECK_SAMPLES + 4)
         for last in (996, 997, 998, 999):
             self.assertIn(last, idx)
 
@@ -337,11 +337,11 @@ class SpinAndTailTest(unittest.TestCase):
         times = [1.0, 1.01, 0.99, 1.0, 9.0, 1.0]
         for i in range(len(times)):
             t.note_host(0.5 if i == 4 else 0.01)
-        out = timing.spread(times, t.late)
+        out = timing_stats.spread(times, t.late)
         self.assertLess(out["cv"], 0.01)
         self.assertGreater(out["cv_all"], 0.5)
-        self.assertEqual(timing.spread(times, [False] * len(times)), {})
-        self.assertEqual(timing.spread(times, [True] * len(times)), {})
+        self.assertEqual(timing_stats.spread(times, [False] * len(times)), {})
+        self.assertEqual(timing_stats.spread(times, [True] * len(times)), {})
 
     def test_one_slow_call_leaves_the_spin(self) -> None:
         t = self._timer(0.05)

@@ -1,0 +1,96 @@
+"""The statistics of a timing: percentiles and spread of the timed calls,
+the spread of the calls that were on time, the tail check (work left
+running after a call's end event) and which timed calls are rechecked.
+Pure functions of numbers; timing.py measures, this module summarises."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Dict, List, Optional, Set
+
+RECHECK_SAMPLES = 32
+# Large outputs: the random sample covers about RECHECK_BYTES of outputs, at
+# least RECHECK_MIN calls (plus the last call of each input set).
+RECHECK_BYTES = 4 << 30
+RECHECK_MIN = 4
+# Work left running after a timed call's end event (on another stream): the
+# median over the timed calls of the device's busy time after the end event
+# may not exceed TAIL_FACTOR * median + TAIL_SLACK_MS.
+TAIL_FACTOR = 0.25
+TAIL_SLACK_MS = 0.05
+_rng = random.SystemRandom()
+
+
+def _stats(times: List[float]) -> Dict[str, Any]:
+    xs = sorted(times)
+    n = len(xs)
+
+    def pct(p: float) -> float:
+        if n == 1:
+            return xs[0]
+        pos = p * (n - 1)
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, n - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+    mean = sum(xs) / n
+    var = sum((x - mean) ** 2 for x in xs) / n
+    return {
+        "median_ms": pct(0.5),
+        "p20_ms": pct(0.2),
+        "p80_ms": pct(0.8),
+        "mean_ms": mean,
+        "cv": (math.sqrt(var) / mean) if mean > 0 else 0.0,
+        "n": n,
+        "times_ms": list(times),
+    }
+
+
+def recheck_samples(out_bytes: int) -> int:
+    """How many timed calls are rechecked at random: RECHECK_SAMPLES, fewer
+    for large outputs (each rechecked output is compared with the reference,
+    and a candidate's crosses to the judge), but at least RECHECK_MIN."""
+    if out_bytes <= 0:
+        return RECHECK_SAMPLES
+    return max(RECHECK_MIN, min(RECHECK_SAMPLES, RECHECK_BYTES // out_bytes))
+
+
+def _recheck_indices(n: int, k: int, out_bytes: int = 0) -> Set[int]:
+    """The timed calls whose outputs are rechecked: a random sample (see
+    recheck_samples) plus the last call of each input set."""
+    samples = recheck_samples(out_bytes)
+    if n <= samples:
+        return set(range(n))
+    chosen = set(_rng.sample(range(n), samples))
+    for j in range(k):
+        last = n - 1 - ((n - 1 - j) % k)
+        chosen.add(last)
+    return chosen
+
+
+def spread(times: List[float], late: List[bool]) -> Dict[str, float]:
+    """The cv of the calls on time and, where some were late, ``cv_all`` of
+    every call: a late call's span holds host time past the end of its spin
+    (the median keeps every call)."""
+    on_time = [t for t, was_late in zip(times, late) if not was_late]
+    if len(late) != len(times) or not 2 <= len(on_time) < len(times):
+        return {}
+    return {"cv": _stats(on_time)["cv"], "cv_all": _stats(times)["cv"]}
+
+
+def tail_check(tails: List[float], median_ms: float) -> Optional[Dict[str, Any]]:
+    """The timed calls' tails (the device's busy time after each call's end
+    event) against the median: None without tails."""
+    if not tails:
+        return None
+    tail = sorted(tails)[len(tails) // 2]
+    limit = TAIL_FACTOR * median_ms + TAIL_SLACK_MS
+    out: Dict[str, Any] = {"tail_ms": tail, "limit_ms": limit, "calls": len(tails), "passed": tail <= limit}
+    if tail > limit:
+        out["reason"] = (
+            f"after the end event of a timed call the device stayed busy for {tail:.4g} ms (median of {len(tails)} "
+            f"calls; limit {limit:.4g} ms against a timed median of {median_ms:.4g} ms): the call leaves work "
+            f"running outside the timed stream (another stream or a thread); do all of a call's work on the "
+            f"current stream")
+    return out
