@@ -17,7 +17,7 @@ PYDEP := $(if $(filter $(VENV)/bin/python,$(PYTHON)),$(VENV)/.installed)
 .PHONY: build test test-go test-python lint linux gpu-binaries venv
 
 build:
-	$(GO) build -o bin/kagent ./cmd/kagent
+	$(GO) build -buildvcs=auto -o bin/kagent ./cmd/kagent
 
 venv: $(VENV)/.installed
 

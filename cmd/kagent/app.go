@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -18,10 +20,10 @@ import (
 var Version = "dev"
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "kagent",
 		Usage:                "make Triton GPU kernels faster: profile, diagnose, rewrite, verify, time",
-		Version:              Version,
+		Version:              versionString(),
 		EnableBashCompletion: true,
 		// Worker errors, candidates' exception text, check reasons and LLM
 		// replies reach the terminal through these: every control character
@@ -53,6 +55,48 @@ func newApp() *cli.App {
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // main reports errors
 	}
+	usageErrors(app.Commands, "")
+	return app
+}
+
+// versionString is the version set at build time, else the module's version
+// from the build info, with the VCS revision and time the binary was built
+// from: "v1.2.0 (rev 1a2b3c4d5e6f, 2026-12-02T09:00:00Z, modified)".
+func versionString() string {
+	v := Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	var rev, at string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	details := []string{"rev " + rev}
+	if at != "" {
+		details = append(details, at)
+	}
+	if modified {
+		details = append(details, "modified")
+	}
+	return v + " (" + strings.Join(details, ", ") + ")"
 }
 
 // logger builds the logger from --log-level.
@@ -146,7 +190,7 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print kagent's version",
 		Action: func(c *cli.Context) error {
-			fmt.Fprintf(c.App.Writer, "kagent %s\n", Version)
+			fmt.Fprintf(c.App.Writer, "kagent %s %s\n", versionString(), runtime.Version())
 			return nil
 		},
 	}

@@ -17,7 +17,8 @@ import (
 func main() {
 	sandbox.Main() // runs a sandbox's init when kagent was started as one
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newApp().RunContext(ctx, os.Args)
+	app := newApp()
+	err := app.RunContext(ctx, interleaved(app, os.Args))
 	stop()
 	worker.StopForkServers()
 	os.Exit(report(os.Stderr, err))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -41,6 +42,15 @@ func openHistory(c *cli.Context) (*store.Store, error) {
 }
 
 func runsList(c *cli.Context) error {
+	path := historyPath(c, c.String("kernel-dir"))
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// Nothing has run here yet: an empty list, not a mistake.
+		if c.Bool("json") {
+			return writeJSON(c.App.Writer, []store.Run{})
+		}
+		fmt.Fprintf(c.App.Writer, "no runs yet (kagent optimize records its runs in %s)\n", path)
+		return nil
+	}
 	st, err := openHistory(c)
 	if err != nil {
 		return err

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+func TestInterleaved(t *testing.T) {
+	app := &cli.App{
+		Flags: []cli.Flag{&cli.StringFlag{Name: "log-level"}},
+		Commands: []*cli.Command{
+			{Name: "runs", Subcommands: []*cli.Command{{Name: "show", Aliases: []string{"s"},
+				Flags: []cli.Flag{&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}}, &cli.BoolFlag{Name: "json"}}}}},
+		},
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"kagent runs show R --kernel-dir D", "kagent runs show --kernel-dir D R"},
+		{"kagent runs show R --json -k D", "kagent runs show --json -k D R"},
+		{"kagent runs s R --kernel-dir=D", "kagent runs s --kernel-dir=D R"},
+		{"kagent runs show R --log-level debug", "kagent --log-level debug runs show R"},
+		{"kagent --log-level debug runs show R", "kagent --log-level debug runs show R"},
+		{"kagent runs show R --bogus x", "kagent runs show --bogus R x"},
+		{"kagent runs show --json -- --not-a-flag R", "kagent runs show --json -- --not-a-flag R"},
+		{"kagent runs show - --json", "kagent runs show --json -"},
+		{"kagent unknown R --json", "kagent unknown R --json"},
+		{"kagent", "kagent"},
+	} {
+		if got := strings.Join(interleaved(app, strings.Fields(tc.in)), " "); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestFlagsAnywhereAndUsageErrors: flags after a command's arguments are
+// read; a flag mistake is one line with exit code 2 and no help on stdout.
+func TestFlagsAnywhereAndUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// --kernel-dir after the RUN argument reaches runs show: it looks in other.
+	oneLineError(t, run(t, dir, "runs", "show", "r1", "--kernel-dir", other), ExitUsage, "no run history at "+other)
+	if r := run(t, dir, "env", "--log-level", "debug"); r.code != 0 || !strings.Contains(r.stdout, "KAGENT_STRATEGY") {
+		t.Errorf("a global flag after the command: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"optimize", "--bogus"}, {"runs", "list", "--nope"}, {"--nope"}} {
+		r := run(t, dir, args...)
+		oneLineError(t, r, ExitUsage, "flag provided but not defined")
+		if r.stdout != "" {
+			t.Errorf("%v: help on stdout:\n%s", args, r.stdout)
+		}
+	}
+	if r := run(t, dir, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "kagent ") || !strings.Contains(r.stdout, " go1.") {
+		t.Errorf("version: exit %d %q", r.code, r.stdout)
+	}
+}
