@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"strings"
+
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/configs"
 )
@@ -44,6 +46,18 @@ func LLMConfig(c configs.Config) llm.Config {
 	}
 	if c.HighReasoningEffort != nil && *c.HighReasoningEffort {
 		out.HighReasoningEffort = true
+	}
+	if strings.TrimSpace(out.Provider) == "" && out.Replay == "" {
+		// A provider set nowhere follows the model name (claude-* is
+		// anthropic, gemini-* google, a Bedrock model id bedrock); a name that
+		// says nothing is served the OpenAI way, as KernelAgent does.
+		model := out.Model
+		if model == "" {
+			model = out.OpenAIModel
+		}
+		if out.Provider = llm.InferProvider(model, out.BaseURL); out.Provider == "" {
+			out.Provider = llm.ProviderOpenAI
+		}
 	}
 	if l.MaxRetries >= 0 {
 		out.Retry.MaxAttempts = l.MaxRetries + 1

@@ -180,3 +180,23 @@ func TestRunInputChecks(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestProviderFollowsTheModel: with llm.provider set nowhere, the provider
+// follows the model name; a name that says nothing is OpenAI-compatible; a
+// provider that is set wins.
+func TestProviderFollowsTheModel(t *testing.T) {
+	for _, tc := range []struct{ provider, model, baseURL, want string }{
+		{"", "claude-sonnet-4-5", "", llm.ProviderAnthropic},
+		{"", "gemini-2.5-pro", "", llm.ProviderGoogle},
+		{"", "gpt-5", "", llm.ProviderOpenAI},
+		{"", "qwen3-coder", "", llm.ProviderOpenAI},
+		{"", "claude-sonnet-4-5", "http://relay:8000/v1", llm.ProviderOpenAI},
+		{"anthropic", "my-model", "", "anthropic"},
+	} {
+		c := configs.Default()
+		c.LLM.Provider, c.LLM.Model, c.LLM.BaseURL = tc.provider, tc.model, tc.baseURL
+		if got := LLMConfig(c).Resolve().Provider; got != tc.want {
+			t.Errorf("provider %q, model %q, base URL %q: %q, want %q", tc.provider, tc.model, tc.baseURL, got, tc.want)
+		}
+	}
+}

@@ -230,7 +230,8 @@ func Default() Config {
 		NoiseFactor:         3,
 		Roofline:            RooflineConfig{UnderutilizedPct: 60},
 		LLM: LLMConfig{
-			Provider:       "openai",
+			// Provider "": inferred from the model name (claude-* anthropic,
+			// gemini-* google, else openai or any OpenAI-compatible server).
 			MaxConcurrency: 4,
 			Timeout:        10 * time.Minute,
 			MaxRetries:     5,

@@ -443,7 +443,10 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string, log *slog.Logger)
 		if model == "" {
 			model = "(no model configured: set llm.model or --llm-model; prompts are rendered, not sent)"
 		}
-		llmDesc = s.cfg.LLM.Provider + " " + model
+		llmDesc = model
+		if s.cfg.LLM.Model != "" {
+			llmDesc = agent.LLMConfig(s.cfg).Provider + " " + model
+		}
 		if s.cfg.LLM.Replay != "" {
 			llmDesc = "replay of " + s.cfg.LLM.Replay
 		}
