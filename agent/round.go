@@ -287,6 +287,11 @@ func (l *loop) slotError(ctx context.Context, id string, err error) error {
 	case errors.Is(err, llm.ErrBudgetExceeded):
 		l.log.Info("llm budget reached", "candidate", id, "err", err)
 		return nil
+	case errors.Is(err, llm.ErrUnreachable):
+		// Every further call would fail the same way: the run stops on the
+		// first call that gave up, instead of finishing rounds that asked
+		// nothing.
+		return &fatalError{err: err}
 	}
 	l.log.Warn("llm step failed; the slot yields nothing this round", "candidate", id, "err", err)
 	return nil

@@ -26,6 +26,32 @@ var (
 	ErrReplayMiss = errors.New("no recorded exchange")
 )
 
+// ErrUnreachable matches an UnreachableError.
+var ErrUnreachable = errors.New("the llm provider cannot be reached")
+
+// UnreachableError is a call that gave up because the provider cannot be
+// reached (the connection failed after the retries) or refuses the key (401,
+// 403): every further call would fail the same way, so a run stops on it.
+type UnreachableError struct {
+	Provider string
+	// URL is the server called (the base URL, or the provider's API).
+	URL string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	at := e.Provider
+	if e.URL != "" {
+		at += " at " + e.URL
+	}
+	return fmt.Sprintf("llm provider %s cannot be reached: %v", at, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Is matches ErrUnreachable.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
 // APIError is an HTTP error answered by a provider. The retry policy branches
 // on StatusCode; Message never contains a key (it is redacted).
 type APIError struct {

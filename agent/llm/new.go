@@ -92,7 +92,7 @@ func New(cfg Config, opts ...Option) (Client, error) {
 			return nil, fmt.Errorf("new llm client: %w", err)
 		}
 		inner = &retrier{
-			next: p, provider: cfg.Provider, policy: cfg.Retry, timeout: cfg.Timeout, cost: cfg.Cost,
+			next: p, provider: cfg.Provider, url: providerURL(cfg), policy: cfg.Retry, timeout: cfg.Timeout, cost: cfg.Cost,
 			log: log, redact: red, now: o.now, sleep: o.sleep, rand: o.rand, withTimeout: o.withTimeout,
 		}
 		if cfg.Record != "" {
@@ -238,3 +238,16 @@ var (
 	_ Client = (*defaults)(nil)
 	_ Client = (*logged)(nil)
 )
+
+// providerURL is the server a provider's calls go to, as messages name it.
+func providerURL(cfg Config) string {
+	if cfg.BaseURL != "" {
+		return cfg.BaseURL
+	}
+	return map[string]string{
+		ProviderOpenAI:    "https://api.openai.com/v1",
+		ProviderAnthropic: "https://api.anthropic.com",
+		ProviderGoogle:    "https://generativelanguage.googleapis.com",
+		ProviderBedrock:   "https://bedrock-runtime.<region>.amazonaws.com",
+	}[cfg.Provider]
+}

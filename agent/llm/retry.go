@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 )
 
@@ -21,7 +22,10 @@ import (
 //     the provider replaces it, but one longer than MaxRetryAfter ends the
 //     retries at once;
 //   - every wait watches ctx, and no wait starts that would outlive the ctx
-//     deadline.
+//     deadline;
+//   - a call that gives up on a transport error, or is refused with 401 or
+//     403, is an UnreachableError naming the provider and its URL (the run
+//     stops on it: every further call would fail the same way).
 type RetryPolicy struct {
 	// MaxAttempts counts the first attempt too (default 5; 1 = no retries).
 	MaxAttempts int `yaml:"max_attempts" json:"max_attempts,omitempty"`
@@ -74,6 +78,8 @@ type attemptError struct {
 	err        error
 	retryable  bool
 	retryAfter time.Duration
+	// unreachable: the connection failed, or the provider refused the key.
+	unreachable bool
 }
 
 // classify decides about one failed attempt from what the transport saw.
@@ -88,11 +94,12 @@ func classify(provider string, err error, ci *callInfo, parent, attempt context.
 			msg = clip(err.Error(), 500)
 		}
 		ae := &APIError{Provider: provider, StatusCode: status, Message: r.String(msg), RetryAfter: retryAfter}
-		return attemptError{err: ae, retryable: ae.Temporary(), retryAfter: retryAfter}
+		auth := status == http.StatusUnauthorized || status == http.StatusForbidden
+		return attemptError{err: ae, retryable: ae.Temporary(), retryAfter: retryAfter, unreachable: auth}
 	case errors.Is(attempt.Err(), context.DeadlineExceeded):
 		return attemptError{err: fmt.Errorf("attempt timed out after %s: %w", timeout, err), retryable: true}
 	case netErr != nil:
-		return attemptError{err: fmt.Errorf("transport: %w", err), retryable: true}
+		return attemptError{err: fmt.Errorf("transport: %w", err), retryable: true, unreachable: true}
 	case !sent:
 		return attemptError{err: err} // refused by the client library before sending
 	default:
@@ -105,14 +112,16 @@ func classify(provider string, err error, ci *callInfo, parent, attempt context.
 type retrier struct {
 	next     Client
 	provider string
-	policy   RetryPolicy
-	timeout  time.Duration
-	cost     func(model string, u Usage) float64
-	log      *slog.Logger
-	redact   *Redactor
-	now      func() time.Time
-	sleep    func(ctx context.Context, d time.Duration) error
-	rand     func() float64
+	// url is the server called, for the message of an unreachable provider.
+	url     string
+	policy  RetryPolicy
+	timeout time.Duration
+	cost    func(model string, u Usage) float64
+	log     *slog.Logger
+	redact  *Redactor
+	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) error
+	rand    func() float64
 	// withTimeout bounds one attempt (nil = context.WithTimeout).
 	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
@@ -145,6 +154,9 @@ func (r *retrier) Complete(ctx context.Context, req Request) (Response, error) {
 		if ctx.Err() != nil {
 			return Response{}, fmt.Errorf("llm %s call: %w (last error: %v)", req.Purpose, context.Cause(ctx), last)
 		}
+		if !ae.retryable && ae.unreachable {
+			return Response{}, fmt.Errorf("llm %s call: %w", req.Purpose, &UnreachableError{Provider: r.provider, URL: r.url, Err: last})
+		}
 		if !ae.retryable {
 			// A failed reply can still have cost tokens (an empty reply that
 			// used up max_tokens); pass its usage on to the meter.
@@ -156,6 +168,9 @@ func (r *retrier) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, fmt.Errorf("llm %s call: %w", req.Purpose, last)
 		}
 		if attempt >= r.policy.MaxAttempts {
+			if ae.unreachable {
+				last = &UnreachableError{Provider: r.provider, URL: r.url, Err: last}
+			}
 			return Response{}, fmt.Errorf("llm %s call: giving up after %d attempts: %w", req.Purpose, attempt, last)
 		}
 		wait := r.policy.Backoff(attempt, r.rand())

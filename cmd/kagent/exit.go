@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/internal/termtext"
 	"github.com/kagent-dev/kagent/kerneldir"
@@ -63,7 +64,7 @@ func exitCode(err error) int {
 		errors.Is(err, kerneldir.ErrInvalid), errors.Is(err, platform.ErrUnknown):
 		return ExitUsage
 	case errors.As(err, &ue), errors.As(err, &ni), errors.Is(err, platform.ErrNoPlatform),
-		errors.Is(err, kerneldir.ErrNoPython), errors.Is(err, worker.ErrNoSandbox):
+		errors.Is(err, kerneldir.ErrNoPython), errors.Is(err, worker.ErrNoSandbox), errors.Is(err, llm.ErrUnreachable):
 		return ExitUnavailable
 	}
 	return ExitError

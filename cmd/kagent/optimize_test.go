@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,4 +357,24 @@ func TestTemplatesReachThePrompts(t *testing.T) {
 	}
 	r = run(t, repoRoot(t), "optimize", "--kernel-dir", "examples/rmsnorm", "--config", cfg, "--out", filepath.Join(t.TempDir(), "run"))
 	oneLineError(t, r, ExitUsage, "templates:", "missing.j2")
+}
+
+// TestUnreachableLLMStopsTheRun: the first LLM call that gives up on a
+// refused connection stops the run with one line naming the provider and
+// the URL and exit code 4; the run is recorded as failed with that reason.
+func TestUnreachableLLMStopsTheRun(t *testing.T) {
+	dir := cpuKernelDir(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/v1"
+	ln.Close() // nothing listens there now
+	cfg := writeConfig(t, "strategy: greedy\nmax_rounds: 3\nllm:\n  provider: openai\n  model: fake\n  max_retries: 1\n  base_url: "+url+"\n")
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu", "--config", cfg, "--log-level", "error")
+	oneLineError(t, r, ExitUnavailable, "llm provider openai at "+url+" cannot be reached")
+	l := run(t, dir, "runs", "list", "--json")
+	if l.code != 0 || !strings.Contains(l.stdout, `"status": "failed"`) || !strings.Contains(l.stdout, "cannot be reached") {
+		t.Errorf("the run is not recorded as failed on the unreachable provider:\n%s%s", l.stdout, l.stderr)
+	}
 }
