@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -105,7 +106,16 @@ func logger(c *cli.Context) *slog.Logger {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level, ReplaceAttr: shortFloats}))
+}
+
+// shortFloats writes a log line's floats with 4 significant digits
+// (cv=0.3592, not cv=0.3591728124555714); the JSON artifacts keep them whole.
+func shortFloats(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindFloat64 {
+		return slog.String(a.Key, strconv.FormatFloat(a.Value.Float64(), 'g', 4, 64))
+	}
+	return a
 }
 
 // configFlags are the flags every command that runs kernels shares. Each sets
@@ -140,10 +150,15 @@ func loadConfig(c *cli.Context) (configs.Config, configs.Source, error) {
 	if err != nil {
 		return cfg, src, err
 	}
-	applyConfigFlags(c, &cfg)
 	cfg.Normalize()
 	if err := cfg.Validate(); err != nil {
 		return cfg, src, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	// A mistake the flags make is the flags', not the config file's.
+	set := applyConfigFlags(c, &cfg)
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		return cfg, src, fmt.Errorf("%s: %w", strings.Join(set, " "), err)
 	}
 	cfg.Templates = templatePaths(cfg.Templates, src.Path, wd)
 	for _, w := range cfg.Ignored() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,5 +58,32 @@ func TestFlagsAnywhereAndUsageErrors(t *testing.T) {
 	}
 	if r := run(t, dir, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "kagent ") || !strings.Contains(r.stdout, " go1.") {
 		t.Errorf("version: exit %d %q", r.code, r.stdout)
+	}
+}
+
+func TestShortFloatsInLogs(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: shortFloats}))
+	log.Info("baseline timed again", "cv", 0.3591728124555714, "median_ms", 0.19564650000002126, "n", 7)
+	if got := b.String(); !strings.Contains(got, "cv=0.3592 median_ms=0.1956 n=7") {
+		t.Errorf("log line %q", got)
+	}
+}
+
+// TestEvalOfAFailedKernelTimesNothing: a kernel that fails verification is
+// not timed, and neither are the baselines.
+func TestEvalOfAFailedKernelTimesNothing(t *testing.T) {
+	dir := cpuKernelDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "input.py"), []byte("def kernel_function(x):\n    return x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, dir, "eval", "--kernel-dir", ".", "--platform", "cpu")
+	if r.code != ExitError || !strings.Contains(r.stdout, "not timed (the kernel failed verification") ||
+		strings.Contains(r.stdout, "eager") {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	j := run(t, dir, "eval", "--kernel-dir", ".", "--platform", "cpu", "--json")
+	if strings.Contains(j.stdout, `"target": "eager"`) {
+		t.Errorf("--json holds a baseline timing:\n%s", j.stdout)
 	}
 }

@@ -64,9 +64,12 @@ func runEval(c *cli.Context) error {
 		return err
 	}
 	rep.Verdict = v
-	targets := []platform.Target{{Kind: platform.TargetEager}, {Kind: platform.TargetCompile}}
+	// A kernel that failed verification is not timed, nor are the
+	// baselines it would be compared with (minutes on a large problem).
+	var targets []platform.Target
 	if v.Passed {
-		targets = append([]platform.Target{{Kind: platform.TargetKernel, Candidate: cand}}, targets...)
+		targets = []platform.Target{{Kind: platform.TargetKernel, Candidate: cand}, {Kind: platform.TargetEager},
+			{Kind: platform.TargetCompile}}
 	}
 	byKind := map[platform.TargetKind]platform.Timing{}
 	for _, t := range targets {
@@ -180,6 +183,10 @@ func printEval(w io.Writer, r evalReport) {
 	fmt.Fprintf(w, "checks:   %s\n", strings.Join(names, ", "))
 	if r.Verdict.TF32 != "" {
 		fmt.Fprintf(w, "tf32:     %s (reference and kernel)\n", r.Verdict.TF32)
+	}
+	if len(r.Timings) == 0 {
+		fmt.Fprintln(w, "timing:   not timed (the kernel failed verification; nor were the baselines)")
+		return
 	}
 	t := newTable(w)
 	t.row("TARGET", "MEDIAN ms", "P20 ms", "P80 ms", "CV", "N", "CLOCK", "SPEEDUP")

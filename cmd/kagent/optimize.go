@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -369,8 +370,10 @@ func resumeSetup(c *cli.Context, runID string) (*runSetup, error) {
 	return setupWith(c, cfg, src)
 }
 
-// applyConfigFlags applies the explicitly set configuration flags.
-func applyConfigFlags(c *cli.Context, cfg *configs.Config) {
+// applyConfigFlags applies the explicitly set configuration flags and
+// returns them as given ("--platform gpu"), sorted.
+func applyConfigFlags(c *cli.Context, cfg *configs.Config) []string {
+	var set []string
 	for name, dst := range map[string]*string{
 		"platform": (*string)(&cfg.Platform), "gpu-name": &cfg.GPUName, "python": &cfg.Python,
 		"llm-model": &cfg.LLM.Model, "llm-provider": &cfg.LLM.Provider, "llm-base-url": &cfg.LLM.BaseURL,
@@ -378,13 +381,17 @@ func applyConfigFlags(c *cli.Context, cfg *configs.Config) {
 	} {
 		if c.IsSet(name) {
 			*dst = strings.TrimSpace(c.String(name))
+			set = append(set, "--"+name+" "+*dst)
 		}
 	}
 	for name, dst := range map[string]*int{"max-rounds": &cfg.MaxRounds, "num-workers": &cfg.NumWorkers} {
 		if c.IsSet(name) {
 			*dst = c.Int(name)
+			set = append(set, fmt.Sprintf("--%s %d", name, *dst))
 		}
 	}
+	sort.Strings(set)
+	return set
 }
 
 // newRunID names a run by its start time plus a random suffix.
