@@ -149,6 +149,10 @@ func progressLine(ev Event) string {
 	case EventRoundFinished:
 		return fmt.Sprintf("%sbest %s %.4g ms (%s)%s", round(), ev.BestID, ev.BestMS, speedups(ev), spend(ev))
 	case EventRunFinished:
+		if ev.BestID == "" || ev.BestMS <= 0 {
+			// Nothing was measured (the input failed, or the run stopped first).
+			return fmt.Sprintf("kagent: run %s %s: %s%s", ev.RunID, ev.Status, ev.StopReason, spend(ev))
+		}
 		return fmt.Sprintf("kagent: run %s %s: %s; best %s %.4g ms (%s)%s",
 			ev.RunID, ev.Status, ev.StopReason, ev.BestID, ev.BestMS, speedups(ev), spend(ev))
 	}

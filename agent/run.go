@@ -316,7 +316,7 @@ func (l *loop) restore(ctx context.Context, rs *store.ResumeState) error {
 func (l *loop) fail(ctx context.Context, err error) (Result, error) {
 	status, reason := store.RunFailed, oneLine(err.Error())
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-		status, reason = store.RunInterrupted, "interrupted: "+oneLine(context.Cause(ctx).Error())
+		status, reason = store.RunInterrupted, store.InterruptReason(ctx)
 	}
 	var ir *InputRejectedError
 	if errors.As(err, &ir) {

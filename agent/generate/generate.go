@@ -233,7 +233,7 @@ func Run(ctx context.Context, in Input) (Result, error) {
 		}
 		return res, nil
 	case ctx.Err() != nil:
-		g.finish(bg, store.RunInterrupted, "interrupted: "+oneLine(context.Cause(ctx).Error()))
+		g.finish(bg, store.RunInterrupted, store.InterruptReason(ctx))
 		return res, context.Cause(ctx)
 	}
 	err := &AllFailedError{Seeds: outcomes}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -30,5 +32,18 @@ func TestCandidateIDsRoundTripAndOrder(t *testing.T) {
 	slices.SortFunc(ids, CompareIDs)
 	if want := []string{InputID, "r2c1", "r2c1f1", "r2c2", "r2c10", "r10c1"}; !reflect.DeepEqual(ids, want) {
 		t.Errorf("sorted %v, want %v", ids, want)
+	}
+}
+
+func TestInterruptReason(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := InterruptReason(ctx); got != "stopped by a signal or the caller" {
+		t.Errorf("plain cancel: %q", got)
+	}
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	cancelCause(errors.New("budget\nspent"))
+	if got := InterruptReason(ctx); got != "budget spent" {
+		t.Errorf("cause: %q", got)
 	}
 }

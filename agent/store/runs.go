@@ -445,3 +445,14 @@ func listRounds(ctx context.Context, tx *sql.Tx, runID string) ([]Round, error) 
 	}
 	return out, rows.Err()
 }
+
+// InterruptReason is the stop reason of a run whose context was cancelled
+// (its status says "interrupted"): the cancellation's cause on one line, or
+// "stopped by a signal or the caller" for a plain cancellation.
+func InterruptReason(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	if cause == nil || cause.Error() == context.Canceled.Error() {
+		return "stopped by a signal or the caller"
+	}
+	return strings.Join(strings.Fields(cause.Error()), " ")
+}
