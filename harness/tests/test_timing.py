@@ -330,16 +330,18 @@ class SpinAndTailTest(unittest.TestCase):
         t.host_times, t.late_calls, t.spin_ms, t.late = [], 0, spin_ms, []
         return t
 
-    def test_cv_is_that_of_the_calls_on_time(self) -> None:
-        from kagent_harness import timing
-
+    def test_late_calls_do_not_narrow_the_cv(self) -> None:
+        # A kernel that makes its slow call late (host work before the
+        # launch) gets the spread of the others as a diagnostic; the cv it is
+        # reported with keeps every call.
         t = self._timer(0.05)
         times = [1.0, 1.01, 0.99, 1.0, 9.0, 1.0]
         for i in range(len(times)):
             t.note_host(0.5 if i == 4 else 0.01)
         out = timing_stats.spread(times, t.late)
-        self.assertLess(out["cv"], 0.01)
-        self.assertGreater(out["cv_all"], 0.5)
+        self.assertLess(out["cv_on_time"], 0.01)
+        self.assertNotIn("cv", out)
+        self.assertGreater(timing_stats._stats(times)["cv"], 0.5)
         self.assertEqual(timing_stats.spread(times, [False] * len(times)), {})
         self.assertEqual(timing_stats.spread(times, [True] * len(times)), {})
 
