@@ -599,9 +599,7 @@ def _tensors(obj: Any, depth: int = 0) -> List[Any]:
 def run(sock: Any, kind: str) -> int:
     """The runner's main, in a process forked for one candidate."""
     from .link import Link
-    from .worker import stacks_on_sigusr1
 
-    stacks_on_sigusr1()
     link = Link(sock)
     try:
         runner = Runner(link, kind)

@@ -238,7 +238,6 @@ class Worker:
         if str(result.get("failure") or "") == OOM and others:
             # Kept runners held memory too: the candidate is rejected only if
             # it runs out of memory with every other runner closed.
-            self._out_of_memory(OOM, key)
             self._free_all(self._need(problem, "verify"))
             with self._active(key):
                 result, cand = verify(problem, path, opts, self.guard)
@@ -482,7 +481,9 @@ def prepare(kind: str, dynamo: bool = True) -> str:
 
 def stacks_on_sigusr1() -> None:
     """SIGUSR1 writes every thread's Python stack to stderr (for a process
-    that seems stuck: ``pkill -USR1 -f kagent_harness``)."""
+    that seems stuck: ``pkill -USR1 -f kagent_harness``). Called first in
+    the worker's and the fork servers' main; the workers and runners they
+    fork inherit it."""
     try:
         import faulthandler
         import signal
@@ -494,7 +495,6 @@ def stacks_on_sigusr1() -> None:
 
 def serve(channel: Channel, kind: str) -> int:
     """Build the device and the worker, send hello and serve until the end."""
-    stacks_on_sigusr1()
     try:
         from .device import Device
 
