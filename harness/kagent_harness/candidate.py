@@ -25,6 +25,22 @@ def read_source(path: str) -> str:
         raise CheckFailure(IMPORT, f"cannot read {os.path.basename(path)}: {describe(exc)}") from None
 
 
+def weights_mismatch(base: str, result: Any) -> str:
+    """What a ModelNew's load_state_dict(Model's state_dict, strict=False)
+    result says is missing or unexpected, as a failure reason ("" when
+    nothing is)."""
+    missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+    if not (missing or unexpected):
+        return ""
+    parts: List[str] = []
+    if unexpected:
+        parts.append(f"Model has {unexpected[:6]} which ModelNew lacks")
+    if missing:
+        parts.append(f"ModelNew has {missing[:6]} which Model lacks")
+    return (f"{base}: ModelNew's parameters/buffers must carry the same names and shapes as Model's state_dict "
+            f"(they are loaded from it): " + "; ".join(parts))
+
+
 def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
@@ -84,19 +100,9 @@ class Candidate:
             raise CheckFailure(
                 ENTRY, f"{base}: ModelNew's parameters do not match Model's state_dict: {describe(exc)}"
             ) from None
-        missing = list(result.missing_keys)
-        unexpected = list(result.unexpected_keys)
-        if missing or unexpected:
-            parts: List[str] = []
-            if unexpected:
-                parts.append(f"Model has {unexpected[:6]} which ModelNew lacks")
-            if missing:
-                parts.append(f"ModelNew has {missing[:6]} which Model lacks")
-            raise CheckFailure(
-                ENTRY,
-                f"{base}: ModelNew's parameters/buffers must carry the same names and shapes as Model's "
-                f"state_dict (they are loaded from it): " + "; ".join(parts),
-            )
+        mismatch = weights_mismatch(base, result)
+        if mismatch:
+            raise CheckFailure(ENTRY, mismatch)
         try:
             model = model.to(dev.torch_device)
             if self.problem.dtype is not None:

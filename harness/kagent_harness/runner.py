@@ -284,7 +284,7 @@ class Runner:
         return {"entry": self.entry}
 
     def op_build(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
-        from .candidate import ENTRY_FUNCTION, ENTRY_MODEL
+        from .candidate import ENTRY_FUNCTION, ENTRY_MODEL, weights_mismatch
         from .failures import ENTRY, classify, describe
         from .loading import seed_all
 
@@ -317,15 +317,9 @@ class Runner:
             result = model.load_state_dict(weights, strict=False)
         except RuntimeError as exc:
             raise _Failure(ENTRY, f"{base}: ModelNew's parameters do not match Model's state_dict: {describe(exc)}") from None
-        missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
-        if missing or unexpected:
-            parts: List[str] = []
-            if unexpected:
-                parts.append(f"Model has {unexpected[:6]} which ModelNew lacks")
-            if missing:
-                parts.append(f"ModelNew has {missing[:6]} which Model lacks")
-            raise _Failure(ENTRY, f"{base}: ModelNew's parameters/buffers must carry the same names and shapes as "
-                           f"Model's state_dict (they are loaded from it): " + "; ".join(parts))
+        mismatch = weights_mismatch(base, result)
+        if mismatch:
+            raise _Failure(ENTRY, mismatch)
         try:
             model = model.to(self.device.torch_device)
             if self.dtype is not None:

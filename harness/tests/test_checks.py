@@ -439,3 +439,20 @@ class ChecksTest(TempFilesCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WeightsMismatchTest(unittest.TestCase):
+    """ModelNew's weights are loaded from Model's state_dict: names either
+    side lacks are named in the reason, in the judge and in a runner alike."""
+
+    def test_names_what_each_side_lacks(self) -> None:
+        from kagent_harness.candidate import weights_mismatch
+
+        new = torch.nn.Linear(2, 2)
+        result = new.load_state_dict({"weight": torch.zeros(2, 2), "scale": torch.ones(1)}, strict=False)
+        reason = weights_mismatch("kernel.py", result)
+        self.assertIn("Model has ['scale'] which ModelNew lacks", reason)
+        self.assertIn("ModelNew has ['bias'] which Model lacks", reason)
+        self.assertTrue(reason.startswith("kernel.py: ModelNew's parameters/buffers must carry the same names"))
+        full = new.load_state_dict({"weight": torch.zeros(2, 2), "bias": torch.zeros(2)}, strict=False)
+        self.assertEqual(weights_mismatch("kernel.py", full), "")
