@@ -127,14 +127,33 @@ func Run(t *testing.T, p platform.Platform, task *kerneldir.Task) {
 	})
 }
 
-// WithoutGPU readies a worker-backed GPU platform's stack for the suite on
+// RunGPU runs the suite through a worker-backed GPU platform (cuda, rocm,
+// xpu) that build makes from a config naming gpuName, on a Triton kernel
+// dir; without that GPU, on the stand-ins of withoutGPU. It skips without
+// KAGENT_PYTHON.
+func RunGPU(t *testing.T, gpuName string, build func(platform.Config) (platform.Platform, *gpu.Stack, error)) {
+	t.Helper()
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" || testing.Short() {
+		t.Skip("KAGENT_PYTHON (a Python with torch and triton) is not set")
+	}
+	task := tritonTask(t, py)
+	p, stack, err := build(platform.Config{Python: py, WarmupMS: 2, RepMS: 10, GPUName: gpuName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutGPU(t, stack)
+	Run(t, p, task)
+}
+
+// withoutGPU readies a worker-backed GPU platform's stack for the suite on
 // a machine without that GPU, unless KAGENT_CONFORMANCE_REAL=1 (run it on
 // the hardware as it is): the driver probe and the GPU list are stood in
 // for, torch's device is the CPU (Triton kernels through the interpreter)
 // and the profiler is the synthetic one (the vendor profilers need the
 // GPU). The rest is the platform's own: its workers and their sandbox, the
 // Triton requirement, the specs lookup and the sessions.
-func WithoutGPU(t *testing.T, s *gpu.Stack) {
+func withoutGPU(t *testing.T, s *gpu.Stack) {
 	t.Helper()
 	if os.Getenv("KAGENT_CONFORMANCE_REAL") == "1" {
 		return
@@ -147,10 +166,10 @@ func WithoutGPU(t *testing.T, s *gpu.Stack) {
 	s.Profiler = nil
 }
 
-// TritonTask is a kernel dir whose input kernel is a Triton kernel (add and
+// tritonTask is a kernel dir whose input kernel is a Triton kernel (add and
 // ReLU), loaded from the worker's test data; call it from a platform's own
 // test directory (platform/<name>).
-func TritonTask(t *testing.T, python string) *kerneldir.Task {
+func tritonTask(t *testing.T, python string) *kerneldir.Task {
 	t.Helper()
 	dir := t.TempDir()
 	for src, dst := range map[string]string{
