@@ -32,26 +32,32 @@ func runsCommand() *cli.Command {
 	}
 }
 
+// errNoHistory marks a kernel dir without a run history.
+var errNoHistory = errors.New("no run history")
+
 // openHistory opens the run history of the kernel dir (or --db).
 func openHistory(c *cli.Context) (*store.Store, error) {
 	path := historyPath(c, c.String("kernel-dir"))
-	if _, err := os.Stat(path); err != nil {
-		return nil, usageError("no run history at %s (give --kernel-dir or --db)", path)
+	_, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, withCode(ExitUsage, fmt.Errorf("%w at %s (give --kernel-dir or --db)", errNoHistory, path))
+	case err != nil:
+		return nil, usageError("cannot read the run history at %s: %v (give --kernel-dir or --db)", path, err)
 	}
 	return store.Open(c.Context, path)
 }
 
 func runsList(c *cli.Context) error {
-	path := historyPath(c, c.String("kernel-dir"))
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	st, err := openHistory(c)
+	if errors.Is(err, errNoHistory) {
 		// Nothing has run here yet: an empty list, not a mistake.
 		if c.Bool("json") {
 			return writeJSON(c.App.Writer, []store.Run{})
 		}
-		fmt.Fprintf(c.App.Writer, "no runs yet (kagent optimize records its runs in %s)\n", path)
+		fmt.Fprintf(c.App.Writer, "no runs yet (kagent optimize records its runs in %s)\n", historyPath(c, c.String("kernel-dir")))
 		return nil
 	}
-	st, err := openHistory(c)
 	if err != nil {
 		return err
 	}
