@@ -90,12 +90,18 @@ func versionString() string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	details := []string{"rev " + rev}
-	if at != "" {
-		details = append(details, at)
+	var details []string
+	if !strings.Contains(v, rev) { // a pseudo-version names the commit already
+		details = append(details, "rev "+rev)
+		if at != "" {
+			details = append(details, at)
+		}
 	}
-	if modified {
+	if modified && !strings.Contains(v, "+dirty") {
 		details = append(details, "modified")
+	}
+	if len(details) == 0 {
+		return v
 	}
 	return v + " (" + strings.Join(details, ", ") + ")"
 }
