@@ -47,17 +47,11 @@ func LLMConfig(c configs.Config) llm.Config {
 	if c.HighReasoningEffort != nil && *c.HighReasoningEffort {
 		out.HighReasoningEffort = true
 	}
-	if strings.TrimSpace(out.Provider) == "" && out.Replay == "" {
-		// A provider set nowhere follows the model name (claude-* is
-		// anthropic, gemini-* google, a Bedrock model id bedrock); a name that
-		// says nothing is served the OpenAI way, as KernelAgent does.
-		model := out.Model
-		if model == "" {
-			model = out.OpenAIModel
-		}
-		if out.Provider = llm.InferProvider(model, out.BaseURL); out.Provider == "" {
-			out.Provider = llm.ProviderOpenAI
-		}
+	// A provider set nowhere follows the model name (llm.Config.Resolve:
+	// claude-* anthropic, gemini-* google, Bedrock ids bedrock); a name that
+	// says nothing is served the OpenAI way, as KernelAgent does.
+	if r := out.Resolve(); strings.TrimSpace(out.Provider) == "" && r.Provider == "" && r.Replay == "" {
+		out.Provider = llm.ProviderOpenAI
 	}
 	if l.MaxRetries >= 0 {
 		out.Retry.MaxAttempts = l.MaxRetries + 1

@@ -452,7 +452,7 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string, log *slog.Logger)
 		}
 		llmDesc = model
 		if s.cfg.LLM.Model != "" {
-			llmDesc = agent.LLMConfig(s.cfg).Provider + " " + model
+			llmDesc = agent.LLMConfig(s.cfg).Resolve().Provider + " " + model
 		}
 		if s.cfg.LLM.Replay != "" {
 			llmDesc = "replay of " + s.cfg.LLM.Replay
