@@ -73,7 +73,7 @@ func (in *RunInput) check() error {
 		return fmt.Errorf("%w: %s (use DryRun)", ErrNotExecuting, in.Platform.Name())
 	}
 	if !search.Searches(in.Config.Strategy) {
-		return fmt.Errorf("%w: strategy %q does not search (want one of %s)", ErrInvalidInput, in.Config.Strategy, searchingStrategies())
+		return fmt.Errorf("%w: strategy %q does not search (want one of %s)", ErrInvalidInput, in.Config.Strategy, strings.Join(search.Searching(), ", "))
 	}
 	return nil
 }
@@ -144,15 +144,4 @@ type Result struct {
 	OptimizedPath string `json:"optimized_path,omitempty"`
 	// Representative is false when the timings say nothing about GPU speed.
 	Representative bool `json:"representative"`
-}
-
-// searchingStrategies lists the registered strategies that run rounds.
-func searchingStrategies() string {
-	var out []string
-	for _, n := range search.Names() {
-		if search.Searches(n) {
-			out = append(out, n)
-		}
-	}
-	return strings.Join(out, ", ")
 }

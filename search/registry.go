@@ -86,6 +86,17 @@ func WithoutLLM(name string) bool {
 	return ok && s.Searches && !s.NeedsLLM
 }
 
+// Searching lists the registered strategies that run search rounds.
+func Searching() []string {
+	var out []string
+	for _, s := range registry {
+		if s.Searches {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
 // Searches reports whether the named strategy runs search rounds.
 func Searches(name string) bool {
 	s, ok := Lookup(name)

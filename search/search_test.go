@@ -36,6 +36,9 @@ func TestRegistry(t *testing.T) {
 	if Searches(Noop) || !Searches(Tune) {
 		t.Error("noop runs no rounds; tune does")
 	}
+	if got, want := Searching(), []string{Greedy, Beam, Tune}; !reflect.DeepEqual(got, want) {
+		t.Errorf("searching strategies %v, want %v", got, want)
+	}
 	for name, want := range map[string]bool{Tune: true, Greedy: false, Beam: false, Noop: false, "other": false} {
 		if WithoutLLM(name) != want {
 			t.Errorf("WithoutLLM(%q) = %v", name, !want)
