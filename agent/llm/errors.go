@@ -44,7 +44,8 @@ func (e *UnreachableError) Error() string {
 	if e.URL != "" {
 		at += " at " + e.URL
 	}
-	return fmt.Sprintf("llm provider %s cannot be reached: %v", at, e.Err)
+	return fmt.Sprintf("llm provider %s cannot be reached: %v (check that the server is up, llm.base_url and the key; "+
+		"kagent doctor shows which keys are set)", at, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
