@@ -141,6 +141,8 @@ class Problem:
     flops: Optional[int] = None  # one forward of the reference (flops.py); None: not counted
     flops_note: str = ""
     plan: Any = None  # memplan.Plan of the stored draws (None: one draw, not planned)
+    sets: int = memplan.MAX_SETS  # input buffer sets per runner (memplan.buffer_sets)
+    kept: int = memplan.MAX_KEPT  # runners kept between operations (memplan.kept_runners)
 
     @property
     def draws(self) -> List[Draw]:
@@ -170,8 +172,15 @@ class Problem:
             "dtype": self.dtype_name or "native",
             "tf32": self.tf32,
             "device": str(self.device.torch_device),
-            "memory": self.plan.as_dict() if self.plan is not None else None,
+            "memory": self._memory(),
         }
+
+    def _memory(self) -> Optional[Dict[str, Any]]:
+        if self.plan is None:
+            return None
+        out = self.plan.as_dict()
+        out.update({"buffer_sets": self.sets, "kept_runners": self.kept})
+        return out
 
 
 def _problem_error(path: str, what: str, exc: Optional[BaseException] = None) -> RequestError:
@@ -383,18 +392,20 @@ def load_problem(
     init_seed = r.seeds[0]
     # The timed shape: the problem's own sizes, or the request's size override.
     plans: List[memplan.Plan] = []
+    cap = memplan.capacity(int(device.info().get("total_memory") or 0))
 
     def plan(first: Draw, model: torch.nn.Module) -> int:
         x, y = devmod.nbytes(first.inputs), devmod.nbytes(first.ref)
         params = sum(t.numel() * t.element_size() for t in itertools.chain(model.parameters(), model.buffers()))
         flush = 2 * device.l2_bytes() if device.is_gpu else 0
-        p = memplan.plan_draws(len(r.seeds), x, y, params, flush, device.free_memory(), x + y)
+        sets = memplan.buffer_sets(x, cap)
+        p = memplan.plan_draws(len(r.seeds), x, y, params, flush, device.free_memory(), x + y, sets)
         if p.draws < len(r.seeds) and device.is_gpu:
             # Memory a replaced worker or a closed runner held may still be on
             # its way back to the device.
-            full = memplan.need_for(len(r.seeds), x, y, params, flush)
+            full = memplan.need_for(len(r.seeds), x, y, params, flush, sets)
             memplan.wait_for_memory(device.free_memory, int(full / memplan.PLAN_FRACTION) - (x + y))
-            p = memplan.plan_draws(len(r.seeds), x, y, params, flush, device.free_memory(), x + y)
+            p = memplan.plan_draws(len(r.seeds), x, y, params, flush, device.free_memory(), x + y, sets)
         plans.append(p)
         if p.draws == 0:
             raise RequestError(OOM, f"{os.path.basename(r.path)}: {p.note}")
@@ -419,6 +430,9 @@ def load_problem(
     problem = _new_problem(req, r, problem_id, module, device, main, extra)
     problem.flops, problem.flops_note = flops, flops_note
     problem.plan = plans[0] if plans else None
+    x, y = devmod.nbytes(main.draws[0].inputs), devmod.nbytes(main.draws[0].ref)
+    problem.sets = memplan.buffer_sets(x, cap)
+    problem.kept = memplan.kept_runners(x, y, problem.sets, cap)
     return problem
 
 

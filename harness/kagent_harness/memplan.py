@@ -9,6 +9,15 @@ candidate's runner (input copies, every draw's output, the runner's copy of
 its inputs and its own output); timing needs the runner's input copies, an
 output, F and S.
 
+Each candidate's runner holds B input buffer sets (``buffer_sets``:
+verification puts each call's inputs in one of them at random, timing rotates
+through them so that no call finds the previous call's inputs in the L2) and
+two outputs (its own and the shared one): R = B·X + 2·Y. B is 4 where four
+copies of the inputs take at most ``SET_SHARE`` of the device, fewer for large
+inputs (which are many times the L2, so rotation changes nothing); the worker
+keeps at most ``kept_runners`` runners alive between operations, fewer where
+their R would take more than ``KEEP_SHARE`` of the device.
+
 ``plan_draws`` decides, once the first draw is built, how many draws the
 problem stores: all requested where they fit with verification's working
 memory, else two (the first public seed and the secret one), else the load
@@ -31,6 +40,14 @@ from .chunks import CHUNK
 # output and the rerun's; runner: its input copy and its output).
 VERIFY_X = 4
 VERIFY_Y = 3
+# Input buffer sets per runner, at most and where the inputs are large.
+MAX_SETS = 4
+SET_SHARE = 0.05
+# Runners the worker keeps between operations: at most MAX_KEPT, at least
+# two (a comparison runs the candidate and the best), and their buffers at
+# most KEEP_SHARE of the device.
+MAX_KEPT = 8
+KEEP_SHARE = 0.3
 # The least number of draws a problem may store (a public one and the secret one).
 MIN_DRAWS = 2
 # Plan with this share of the free memory (the allocator rounds up, the
@@ -74,6 +91,44 @@ class Plan:
         return {"draws": self.draws, "need_bytes": self.need, "free_bytes": self.free, "note": self.note}
 
 
+def capacity(total: int) -> int:
+    """The device memory kagent plans with: the device's total, or
+    KAGENT_MEMORY_LIMIT where that is lower."""
+    limit = memory_limit()
+    return min(total, limit) if limit is not None and total > 0 else (limit or total)
+
+
+def buffer_sets(x: int, cap: int) -> int:
+    """Input buffer sets per runner for inputs of ``x`` bytes on a device of ``cap`` bytes."""
+    if x <= 0 or cap <= 0:
+        return MAX_SETS
+    return max(1, min(MAX_SETS, int(SET_SHARE * cap) // x))
+
+
+def runner_bytes(x: int, y: int, sets: int) -> int:
+    """Device memory of one candidate's runner: its input sets and two outputs."""
+    return sets * x + 2 * y
+
+
+def kept_runners(x: int, y: int, sets: int, cap: int) -> int:
+    """How many runners the worker keeps alive between operations."""
+    r = runner_bytes(x, y, sets)
+    if r <= 0 or cap <= 0:
+        return MAX_KEPT
+    return max(2, min(MAX_KEPT, int(KEEP_SHARE * cap) // r))
+
+
+def verify_bytes(x: int, y: int, sets: int) -> int:
+    """Working memory of a verification beyond the stored draws: the judge's
+    copies and outputs, and the candidate's runner with all its input sets."""
+    return VERIFY_X * x + VERIFY_Y * y + (sets - 1) * x
+
+
+def timing_bytes(x: int, y: int, sets: int) -> int:
+    """Working memory of a comparison beyond the stored draws: two runners."""
+    return 2 * runner_bytes(x, y, sets)
+
+
 def scratch_for(x: int, y: int) -> int:
     """The comparison scratch of a problem with X and Y bytes: about 40
     bytes per element of a CHUNK piece at most, less for tensors smaller than
@@ -81,27 +136,30 @@ def scratch_for(x: int, y: int) -> int:
     return min(40 * CHUNK, 10 * (x + y)) + (32 << 20)
 
 
-def need_for(draws: int, x: int, y: int, params: int, flush: int) -> int:
-    """Device memory of a problem storing ``draws`` draws while a candidate is verified."""
-    return draws * (x + y) + VERIFY_X * x + VERIFY_Y * y + 2 * params + flush + scratch_for(x, y)
+def need_for(draws: int, x: int, y: int, params: int, flush: int, sets: int = 1) -> int:
+    """Device memory of a problem storing ``draws`` draws while a candidate
+    is verified, or two are compared (runners of ``sets`` input sets)."""
+    work = max(verify_bytes(x, y, sets), timing_bytes(x, y, sets))
+    return draws * (x + y) + work + 2 * params + flush + scratch_for(x, y)
 
 
-def plan_draws(requested: int, x: int, y: int, params: int, flush: int, free_now: int, held: int) -> Plan:
+def plan_draws(requested: int, x: int, y: int, params: int, flush: int, free_now: int, held: int,
+               sets: int = 1) -> Plan:
     """The draws to store. ``free_now``: free device memory with the first
     draw (``held`` bytes, its inputs and reference) already built."""
     budget = int(PLAN_FRACTION * (free_now + held))
     per = x + y
-    need = need_for(requested, x, y, params, flush)
+    need = need_for(requested, x, y, params, flush, sets)
     if need <= budget:
         return Plan(requested, per, need, free_now + held, "")
     for d in range(requested - 1, MIN_DRAWS - 1, -1):
-        need_d = need_for(d, x, y, params, flush)
+        need_d = need_for(d, x, y, params, flush, sets)
         if need_d <= budget:
             return Plan(d, per, need_d, free_now + held,
                         f"stores {d} of {requested} draws: {requested} need about {gib(need)} with verification's "
                         f"working memory, {gib(free_now + held)} is free ({gib(x)} of inputs and {gib(y)} of outputs "
                         f"per draw)")
-    need_min = need_for(MIN_DRAWS, x, y, params, flush)
+    need_min = need_for(MIN_DRAWS, x, y, params, flush, sets)
     return Plan(0, per, need_min, free_now + held,
                 f"the problem needs about {gib(need_min)} of device memory (2 stored draws of {gib(x)} of inputs and "
                 f"{gib(y)} of outputs, and verification's working memory), and {gib(free_now + held)} is free: "

@@ -35,8 +35,6 @@ from .link import Link, LinkClosed, pair
 from .shm import Slot, new_slot, dtype_name, span_bytes
 
 CRASH = "crash"
-# Input buffer sets per shape set, shared by verification and timing (timing.MAX_SETS).
-SETS = 4
 _rng = __import__("random").SystemRandom()
 # How long a runner may take to start (fork, device initialisation).
 START_TIMEOUT_S = 300.0
@@ -499,9 +497,11 @@ def _rebuild(rc: RunnerClient, meta: Any, specs: List[Dict[str, Any]], depth: in
 class RemoteCallable:
     """The candidate's callable for one shape set, in its runner."""
 
-    def __init__(self, rc: RunnerClient, label: str, like: Any) -> None:
+    def __init__(self, rc: RunnerClient, label: str, like: Any, sets: int) -> None:
         self.rc = rc
         self.label = label
+        # Input buffer sets, shared by verification and timing (problem.sets).
+        self.sets = max(1, sets)
         self.like = like  # the reference outputs: their shapes size the output slots
         self._slot_of: Dict[int, Tuple[Any, int]] = {}  # judge tensor id -> (weakref, buffer set)
         # Addresses of the outputs the runner keeps alive (see runner.op_call):
@@ -525,7 +525,7 @@ class RemoteCallable:
         if seen is not None and seen[0]() is first:
             j = seen[1]
         else:
-            j = _rng.randrange(SETS)
+            j = _rng.randrange(self.sets)
             if first is not None:
                 self._slot_of = {k: v for k, v in self._slot_of.items() if v[0]() is not None}
                 self._slot_of[id(first)] = (weakref.ref(first), j)
@@ -601,7 +601,8 @@ class RemoteCandidate:
                 weights.append({"name": name, "t": rc.put(("w", shape_set.label, name), t.detach())})
         rc.request("build", {"label": shape_set.label, "init": init, "weights": weights},
                    what=f"building the candidate for shape {shape_set.label}")
-        fn = RemoteCallable(rc, shape_set.label, shape_set.draws[0].ref if shape_set.draws else None)
+        fn = RemoteCallable(rc, shape_set.label, shape_set.draws[0].ref if shape_set.draws else None,
+                            self.problem.sets)
         self._callables[shape_set.label] = fn
         return fn
 

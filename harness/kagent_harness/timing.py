@@ -71,7 +71,6 @@ from .timing_stats import _recheck_indices, _stats, spread, tail_check
 HOST_FACTOR = 1.25
 HOST_SLACK_MS = 0.5
 HOST_BATCH_MS = 10.0
-MAX_SETS = 4
 SET_MEMORY_FRACTION = 0.25
 ESTIMATE_CALLS = 5
 UNSEEN_DRAWS = 3
@@ -218,13 +217,13 @@ def _sets(problem: Problem, rotate: bool, targets: Sequence[Target]) -> List[_In
     copies of them (bounded by free memory) where a target writes to its inputs."""
     draws = problem.draws
     if not any(_writes_inputs(problem, t.is_kernel) for t in targets):
-        k = min(MAX_SETS, len(draws)) if rotate else 1
+        k = min(problem.sets, len(draws)) if rotate else 1
         return [_InputSet(d.inputs, d.ref, None, d.index) for d in draws[:k]]
     per = max(1, nbytes(draws[0].inputs))
     k = 1
     if rotate:
         budget = int(SET_MEMORY_FRACTION * problem.device.free_memory())
-        k = max(1, min(MAX_SETS, len(draws), budget // per))
+        k = max(1, min(problem.sets, len(draws), budget // per))
     try:
         return [_InputSet(clone_all(d.inputs), d.ref, d.inputs, d.index) for d in draws[:k]]
     except BaseException as exc:  # noqa: BLE001
@@ -306,6 +305,9 @@ class _Timer:
         self.tails: List[float] = []
         # Wall seconds of this timing's phases (PROTOCOL.md, bench: phases).
         self.phases: Dict[str, float] = {}
+        # Parts of the "timed" phase (a runner's timer: its timed requests,
+        # the output rechecks, the inputs' check at the end).
+        self.parts: Dict[str, float] = {}
 
     def _fail(self, exc: BaseException, what: str) -> CheckFailure:
         kind, fatal = classify(exc)
@@ -647,6 +649,8 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     if unseen is not None:
         timer.phases["unseen_inputs"] = t2 - t1
     stats["phases"] = {k: round(v, 4) for k, v in timer.phases.items()}
+    if timer.parts:
+        stats["timed_parts"] = {k: round(v, 4) for k, v in timer.parts.items()}
     timer._guard()
     stats["failure"] = ""
     stats["reason"] = ""

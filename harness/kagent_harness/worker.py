@@ -104,12 +104,27 @@ class Worker:
 
     def unload_problem(self, req: Dict[str, Any]) -> Dict[str, Any]:
         problem = self._problem(req)
-        del self.problems[problem.id]
-        self.guard.unwatch(f"problem {problem.id}:")
-        for key in [k for k in self.candidates if k[0] == problem.id]:
+        pid = problem.id
+        del self.problems[pid]
+        self.guard.unwatch(f"problem {pid}:")
+        for key in [k for k in self.candidates if k[0] == pid]:
             self._drop(key)
+        # The problem's tensors are in reference cycles (its module, the
+        # compiled baseline) and in torch.compile's caches: free them now,
+        # so that the process that loads the problem next (the acceptance
+        # gate, the profiler) finds the memory free. Another problem's
+        # compiled baseline compiles again at its next use.
+        compiled = problem.compiled is not None
+        del problem
+        import gc
+
+        if compiled:
+            import torch
+
+            torch._dynamo.reset()
+        gc.collect()
         self.device.empty_cache()
-        return {"problem_id": problem.id}
+        return {"problem_id": pid}
 
     def _drop(self, key: Tuple[str, str, str]) -> None:
         cand = self.candidates.pop(key, None)
@@ -157,12 +172,25 @@ class Worker:
 
         first = problem.draws[0]
         x, y = nbytes(first.inputs), nbytes(first.ref)
-        flush = 2 * self.device.l2_bytes() if self.device.is_gpu else 0
         scratch = memplan.scratch_for(x, y)
         if op == "verify":
-            return memplan.VERIFY_X * x + memplan.VERIFY_Y * y + scratch
-        # bench, compare: the runner's input copies (up to 4 sets), outputs, flush
-        return 4 * x + 2 * y + flush + scratch
+            # The new candidate's runner comes on top of the judge's copies,
+            # with the outputs it keeps until verification ends (one per
+            # stored draw).
+            runner = memplan.runner_bytes(x, y, problem.sets) + len(problem.draws) * y
+            return memplan.verify_bytes(x, y, problem.sets) + runner + scratch
+        # bench, compare: two runners (input sets and outputs), the L2 flush buffer
+        flush = 2 * self.device.l2_bytes() if self.device.is_gpu else 0
+        return memplan.timing_bytes(x, y, problem.sets) + flush + scratch
+
+    def _keep(self, problem: Any, key: Any) -> None:
+        """Keep ``key``'s candidate (most recently used), and at most the
+        problem's number of runners (memplan.kept_runners): the least
+        recently used go."""
+        self.candidates.move_to_end(key)
+        limit = min(MAX_CANDIDATES, problem.kept)
+        while len(self.candidates) > max(1, limit):
+            self._drop(next(iter(self.candidates)))
 
     def _out_of_memory(self, kind: str, *keys: Any) -> None:
         """After a candidate ran out of memory (``kind`` is ``oom``): its
@@ -233,21 +261,32 @@ class Worker:
         self._drop(key)
         self._make_room(self._need(problem, "verify"))
         others = bool(self.candidates)
-        with self._active(key):
-            result, cand = verify(problem, path, opts, self.guard)
+        result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), others)
         if str(result.get("failure") or "") == OOM and others:
             # Kept runners held memory too: the candidate is rejected only if
             # it runs out of memory with every other runner closed.
             self._free_all(self._need(problem, "verify"))
-            with self._active(key):
-                result, cand = verify(problem, path, opts, self.guard)
+            result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), False)
             result["oom_retried"] = True
         self._out_of_memory(str(result.get("failure") or ""))
         if cand is not None:
             self.candidates[key] = cand
-            while len(self.candidates) > MAX_CANDIDATES:
-                self._drop(next(iter(self.candidates)))
+            self._keep(problem, key)
         return result
+
+    def _verify_once(self, key: Any, run: Callable[[], Tuple[Dict[str, Any], Any]],
+                     others: bool) -> Tuple[Dict[str, Any], Any]:
+        """One verification; where the judge's own copies run out of device
+        memory (an error, not a verdict) while other runners are kept, the
+        result says ``oom`` so that the caller closes them and tries again."""
+        try:
+            with self._active(key):
+                return run()
+        except BaseException as exc:  # noqa: BLE001 - re-raised
+            if _kind_of(exc) != OOM or not others:
+                raise
+            self._out_of_memory(OOM, key)
+            return {"failure": OOM}, None
 
     def _candidate(self, problem: Any, path: str, req: Dict[str, Any]) -> Any:
         from .candidate import read_source, source_hash
@@ -261,10 +300,7 @@ class Worker:
         if cand is None:
             cand = load_candidate(problem, path, _require_triton(req), str(req.get("entry") or ""), self.guard)
             self.candidates[key] = cand
-            while len(self.candidates) > MAX_CANDIDATES:
-                self._drop(next(iter(self.candidates)))
-        else:
-            self.candidates.move_to_end(key)
+        self._keep(problem, key)
         return cand
 
     def _target(self, problem: Any, spec: Dict[str, Any], defaults: Dict[str, Any]) -> Any:

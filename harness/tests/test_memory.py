@@ -157,11 +157,10 @@ class PeakMemoryTest(unittest.TestCase):
         bound = draws * (x + y) + 3 * (x + y) + SCRATCH
         if os.environ.get("KAGENT_INPROCESS") != "1":
             # The judge's buffers for the candidate's runner: inputs in one of
-            # remote.SETS buffers picked at random per call (so how many are
-            # touched varies from run to run), and the outputs' buffer.
-            from kagent_harness.remote import SETS
-
-            bound += SETS * x + y
+            # the problem's input buffer sets (memplan.buffer_sets), one
+            # picked at random per call (so how many are touched varies from
+            # run to run), and the outputs' buffer.
+            bound += info["memory"]["buffer_sets"] * x + y
         used = large["peak"] - tiny["peak"]
         verbose = os.environ.get("KAGENT_MEM_VERBOSE")
         if verbose:
@@ -179,7 +178,7 @@ class PeakMemoryTest(unittest.TestCase):
         timing_bound = x + 3 * y + SCRATCH
         if os.environ.get("KAGENT_INPROCESS") != "1":
             # The candidate's runner reads its inputs from buffers the worker
-            # owns: one per rotated input set (timing.MAX_SETS), and one for
+            # owns: one per rotated input set (memplan.buffer_sets), and one for
             # the outputs it hands back.
             timing_bound += min(4, draws) * x + y
         if verbose:
@@ -207,6 +206,36 @@ class PeakMemoryTest(unittest.TestCase):
             print(f"\nverify with the precision check: {used / MIB:.0f} MiB above the interpreter's, bound {bound / MIB:.0f} MiB")
         self.assertLessEqual(used, bound, f"verify with the precision check used {used / MIB:.0f} MiB, bound {bound / MIB:.0f} MiB")
 
+    def test_unload_frees_a_problem_held_in_a_cycle(self) -> None:
+        """An unloaded problem's tensors leave the worker at once, also where
+        a reference cycle holds them (an exception's traceback kept by a
+        frame it names, a compiled baseline), not at the garbage collector's
+        next full pass, which a process with torch imported rarely makes: the
+        acceptance gate and the profiler load the problem in another process
+        right after the worker unloads it (on an H200, a worker still held its
+        7.5 GB-per-tensor draws there and the gate ran out of memory)."""
+        import gc
+        import weakref
+
+        from kagent_harness.device import Device
+        from kagent_harness.worker import Worker
+
+        problem_path = self._write("problem_cycle.py", PROBLEM.format(n=4096))
+        w = Worker(None, Device("cpu"))  # type: ignore[arg-type]
+        info = w.load_problem({"problem_path": problem_path, "seeds": SEEDS, "dtype": "fp32", "tf32": "allow"})
+        problem = w.problems[info["problem_id"]]
+        draw = weakref.ref(problem.draws[0].inputs[0])
+        cycle: list = [problem]
+        cycle.append(cycle)
+        del cycle, problem
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            w.unload_problem({"problem_id": info["problem_id"]})
+            self.assertIsNone(draw(), "the unloaded problem's inputs are still alive")
+        finally:
+            if enabled:
+                gc.enable()
 
 if __name__ == "__main__":
     unittest.main()

@@ -63,6 +63,33 @@ class PlanTest(unittest.TestCase):
         self.assertIn("4.0 GiB of inputs", p.note)
         self.assertIn("time a smaller size (kagent.yaml sizes and --size", p.note)
 
+    def test_buffer_sets_and_kept_runners_follow_the_input_size(self) -> None:
+        h200 = 140 * GIB
+        # Small inputs: four sets per runner, eight runners kept.
+        self.assertEqual(memplan.buffer_sets(48 * MIB, h200), 4)
+        self.assertEqual(memplan.kept_runners(48 * MIB, 48 * MIB, 4, h200), memplan.MAX_KEPT)
+        # 2 GiB inputs: three sets fit in 5% of the device.
+        self.assertEqual(memplan.buffer_sets(2 * GIB, h200), 3)
+        # The 6.4 GB ReLU (inputs and outputs 6 GiB): one set, two runners
+        # (a comparison needs the candidate's and the best's).
+        x = 6 * GIB
+        sets = memplan.buffer_sets(x, h200)
+        self.assertEqual(sets, 1)
+        self.assertEqual(memplan.runner_bytes(x, x, sets), 3 * x)
+        self.assertEqual(memplan.kept_runners(x, x, sets, h200), 2)
+        # Inputs larger than the device's share still get one set.
+        self.assertEqual(memplan.buffer_sets(100 * GIB, h200), 1)
+
+    def test_need_counts_the_runners_input_sets(self) -> None:
+        # Verification with four sets: 4 X + 3 Y + 3 more X; two runners of a
+        # comparison: 2 (4 X + 2 Y), the larger.
+        need1 = memplan.need_for(3, GIB, GIB, 0, 0, 1)
+        need4 = memplan.need_for(3, GIB, GIB, 0, 0, 4)
+        self.assertEqual(need4 - need1, 12 * GIB - 7 * GIB)
+        # A plan with four sets stores fewer draws where one set would store all.
+        self.assertEqual(memplan.plan_draws(3, GIB, GIB, 0, 0, 14 * GIB, 2 * GIB, 1).draws, 3)
+        self.assertEqual(memplan.plan_draws(3, GIB, GIB, 0, 0, 14 * GIB, 2 * GIB, 4).draws, 0)
+
     def test_waits_while_memory_comes_back(self) -> None:
         # A replaced worker's memory returns over 2 s: the wait ends as soon
         # as the need is met, not at its limit.
@@ -180,7 +207,42 @@ class WorkerMemoryTest(TempFilesCase):
                                require_triton=False, warmup_ms=1, rep_ms=1, min_reps=4, max_reps=4)
             self.assertTrue(b["ok"], b)
             self.assertEqual(b["result"]["failure"], "", b["result"])
-            self.assertEqual(b["result"]["sets"], 2)
+            # Timing rotates over the stored draws, at most the runner's
+            # input buffer sets (one here: 4 copies of X exceed 5% of the limit).
+            self.assertEqual(info["memory"]["buffer_sets"], 1, info)
+            self.assertEqual(b["result"]["sets"], 1)
+        finally:
+            client.close()
+
+    def test_large_inputs_get_one_buffer_set_and_two_runners(self) -> None:
+        # X = Y = 16 MiB under a 470 MiB limit: two input sets (32 MiB)
+        # would take more than 5% of it, so each runner gets one; two
+        # runners (48 MiB each) fit in 30% of it, three do not; the three
+        # draws (13 X and the comparison scratch, 400 MiB) fit in 90%.
+        n = 4 * MIB
+        problem = self.write(PROBLEM.format(n=n), "problem.py")
+        client = WorkerClient("cpu", env={"KAGENT_MEMORY_LIMIT": "470M"})
+        try:
+            client.start()
+            load = self._load(client, problem)
+            self.assertTrue(load["ok"], load)
+            info = load["result"]
+            self.assertEqual(info["memory"]["buffer_sets"], 1, info)
+            self.assertEqual(info["memory"]["kept_runners"], 2, info)
+            pid = info["problem_id"]
+            for k in range(4):
+                cand = self.write(CANDIDATE.format(k=k), f"kernel_{k}.py")
+                v = client.request("verify", timeout=300, problem_id=pid, candidate_path=cand,
+                                   require_triton=False, check_launch=False)
+                self.assertTrue(v["ok"] and v["result"]["passed"], v)
+                b = client.request("bench", timeout=300, problem_id=pid, target="kernel", candidate_path=cand,
+                                   require_triton=False, warmup_ms=1, rep_ms=1, min_reps=3, max_reps=3)
+                self.assertTrue(b["ok"] and b["result"]["failure"] == "", b)
+                self.assertEqual(b["result"]["sets"], 1, b["result"])
+                m = client.request("memory")["result"]
+                self.assertLessEqual(m["candidates"], 2, m)
+                # One input buffer and one output buffer per kept runner.
+                self.assertLessEqual(m["slot_bytes"], m["candidates"] * 2 * 4 * n, m)
         finally:
             client.close()
 
@@ -248,10 +310,8 @@ class WorkerMemoryTest(TempFilesCase):
         # and as many for timing, and an output buffer for each (how many
         # input buffers a candidate touched varies: calls land in one picked
         # at random).
-        from kagent_harness.remote import SETS
-
         x = y = 4 * n
-        per_candidate = 2 * SETS * x + 2 * y
+        per_candidate = 2 * memplan.MAX_SETS * x + 2 * y
         self.assertGreater(readings[MAX_CANDIDATES - 1]["slot_bytes"], 0)
         for r in readings:
             self.assertLessEqual(r["slot_bytes"], min(r["candidates"], MAX_CANDIDATES) * per_candidate, r)
@@ -325,6 +385,22 @@ class OomRetryTest(unittest.TestCase):
         with self.assertRaises(RequestError):
             w._timing(None, (("p1", "/mine.py", "h"),), run)
         self.assertEqual(len(calls), 1)
+
+    def test_verification_out_of_memory_with_others_kept_is_retried(self) -> None:
+        # The judge's own copies running out of memory raise (not a verdict):
+        # with other runners kept, the caller is told "oom" and tries again.
+        from kagent_harness.failures import RequestError
+
+        w = self.worker(kept=2)
+
+        def run() -> Any:
+            raise RequestError("oom", "CUDA out of memory. Tried to allocate 6.00 GiB")
+
+        result, cand = w._verify_once(("p1", "/mine.py", "h"), run, True)
+        self.assertEqual(result["failure"], "oom")
+        self.assertIsNone(cand)
+        with self.assertRaises(RequestError):
+            w._verify_once(("p1", "/mine.py", "h"), run, False)
 
     def test_other_failures_are_not_retried(self) -> None:
         from kagent_harness.failures import RequestError
