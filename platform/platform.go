@@ -121,6 +121,9 @@ type Timing struct {
 	// Phases are the wall seconds of the timing's phases in the worker
 	// (prepare, timed, recheck, host_check, unseen_inputs), when reported.
 	Phases map[string]float64 `json:"phases,omitempty"`
+	// TimedParts says where the timed phase went (a candidate timed in its
+	// runner: timed_requests, rechecks, inputs_intact), when reported.
+	TimedParts map[string]float64 `json:"timed_parts,omitempty"`
 }
 
 // Clocks of a Timing.

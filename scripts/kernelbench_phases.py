@@ -59,6 +59,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     compare_s: List[float] = []
     vphases: Dict[str, List[float]] = {}
     tphases: Dict[str, List[float]] = {}
+    tparts: Dict[str, List[float]] = {}
     variants = 0
     for cand in sorted(glob.glob(os.path.join(run_dir, "round*", "cand*"))):
         if os.path.basename(os.path.dirname(cand)) == "round000":
@@ -78,6 +79,8 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
             timing_s.append(sum(float(x) for x in ph.values()))
             for k, x in ph.items():
                 tphases.setdefault(k, []).append(float(x))
+            for k, x in (t.get("timed_parts") or {}).items():
+                tparts.setdefault(k, []).append(float(x))
         cpath = os.path.join(cand, "compare.json")
         if os.path.exists(cpath):
             with open(cpath, encoding="utf-8") as f:
@@ -96,6 +99,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         "compare_s": round(_median(compare_s), 3),
         "verify_phases": {k: round(_median(v), 3) for k, v in sorted(vphases.items())},
         "timing_phases": {k: round(_median(v), 3) for k, v in sorted(tphases.items())},
+        "timed_parts": {k: round(_median(v), 3) for k, v in sorted(tparts.items())},
     }
 
 

@@ -136,7 +136,9 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             reply = self.rc.request("timed", {"label": self.label, "args": self.set_args[j], "flush": True,
                                               "spin_ms": self.spin_ms, "keep": True},
                                     what=f"{self.target.label}: a timed call")
-            self.walls.append((wall() - t0) * 1e3)
+            t1 = wall()
+            self.walls.append((t1 - t0) * 1e3)
+            self._add_phase("timed_requests", t1 - t0)
             ms = _number(reply.get("ms"))
             self.note_host(_number(reply.get("host_ms")))
             if self.dev.is_cuda:
@@ -152,9 +154,21 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 self.violations.append(device_violations(out, s.ref, self.tol))
                 self.note_bits(s, out)
                 self.checked += 1
+                self._add_phase("rechecks", wall() - t1)
             return (ms,)
 
+        def _add_phase(self, name: str, seconds: float) -> None:
+            """Where the timed phase went (``timed_parts``)."""
+            self.parts[name] = self.parts.get(name, 0.0) + seconds
+
         def finish(self, marks: List[tuple]) -> None:
+            t0 = wall()
+            try:
+                self._finish(marks)
+            finally:
+                self._add_phase("inputs_intact", wall() - t0)
+
+        def _finish(self, marks: List[tuple]) -> None:
             self.times = [m[0] for m in marks]
             cpu1 = runner_cpu_seconds(self.rc.pid)
             if not self.dev.is_gpu and self.cpu0 is not None and cpu1 is not None and self.times:

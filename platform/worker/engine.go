@@ -184,8 +184,13 @@ func (e *Engine) load(ctx context.Context, l *Lease) (string, error) {
 		return "", &ProblemError{Err: err}
 	}
 	e.note(&e.loadTook, time.Since(started), true)
-	if info.Memory != nil && info.Memory.Note != "" {
-		e.logf("device memory is short for the problem", "plan", info.Memory.Note)
+	if m := info.Memory; m != nil {
+		if m.Note != "" {
+			e.logf("device memory is short for the problem", "plan", m.Note)
+		}
+		if m.BufferSets > 0 && m.BufferSets < maxBufferSets && e.opts.Log != nil {
+			e.opts.Log.Info("large inputs: fewer copies of them per candidate", "input_sets", m.BufferSets, "kept_runners", m.KeptRunners)
+		}
 	}
 	e.mu.Lock()
 	e.loaded[l.Worker] = info.ProblemID
@@ -195,6 +200,10 @@ func (e *Engine) load(ctx context.Context, l *Lease) (string, error) {
 	e.mu.Unlock()
 	return info.ProblemID, nil
 }
+
+// maxBufferSets is the number of input copies a runner holds for small
+// problems (the harness's memplan.MAX_SETS).
+const maxBufferSets = 4
 
 // recycle replaces the leased worker by a fresh one; the problem is loaded
 // on it at its next use.
@@ -429,10 +438,11 @@ type benchStats struct {
 		Passed bool   `json:"passed"`
 		Reason string `json:"reason"`
 	} `json:"recheck"`
-	Unseen    *platform.UnseenCheck `json:"unseen_inputs"`
-	Clock     string                `json:"clock"`
-	LateCalls int                   `json:"late_calls"`
-	Phases    map[string]float64    `json:"phases"`
+	Unseen     *platform.UnseenCheck `json:"unseen_inputs"`
+	Clock      string                `json:"clock"`
+	LateCalls  int                   `json:"late_calls"`
+	Phases     map[string]float64    `json:"phases"`
+	TimedParts map[string]float64    `json:"timed_parts"`
 }
 
 func (s benchStats) timing(label string, representative bool) platform.Timing {
@@ -442,7 +452,8 @@ func (s benchStats) timing(label string, representative bool) platform.Timing {
 	}
 	return platform.Timing{Target: label, MedianMS: s.MedianMS, P20MS: s.P20MS, P80MS: s.P80MS, MeanMS: s.MeanMS,
 		CV: s.CV, N: s.N, TimesMS: s.TimesMS, HostMS: s.HostMedianMS, Representative: rep, Method: s.Method,
-		Unavailable: s.Unavailable, Unseen: s.Unseen, Clock: s.Clock, LateCalls: s.LateCalls, Phases: s.Phases}
+		Unavailable: s.Unavailable, Unseen: s.Unseen, Clock: s.Clock, LateCalls: s.LateCalls, Phases: s.Phases,
+		TimedParts: s.TimedParts}
 }
 
 // RecheckError: a check run while timing failed: the outputs of the timed
