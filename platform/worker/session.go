@@ -229,6 +229,19 @@ func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Ve
 			return platform.Verdict{}, fmt.Errorf("acceptance gate: free the worker's problem: %w", err)
 		}
 	}
+	v, err := s.gate(ctx, l, c)
+	if err == nil && v.Failure == "oom" {
+		// The candidate passed in the warm worker; out of memory in a fresh
+		// process may be memory another process was still giving back. It
+		// fails the gate only if it runs out of memory a second time.
+		s.Engine.logf("the acceptance gate ran out of device memory; trying once more", "candidate", c.ID)
+		v, err = s.gate(ctx, l, c)
+	}
+	return v, err
+}
+
+// gate verifies c in a brand-new worker on the leased slot's GPU.
+func (s *Session) gate(ctx context.Context, l *Lease, c platform.Candidate) (platform.Verdict, error) {
 	pool, err := NewPool(ctx, []Options{l.slot.opts}, false, s.cfg.Logger)
 	if err != nil {
 		return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
