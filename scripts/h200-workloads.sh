@@ -20,6 +20,20 @@ log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/steps.log"; }
 export KAGENT_WORKER_STDERR=${KAGENT_WORKER_STDERR:-$OUT/stderr}
 stacks() { (sleep "$(( $1 > 40 ? $1 - 20 : 20 ))"; pkill -USR1 -f kagent_harness) >/dev/null 2>&1 & echo $!; }
 
+# monitor FILE: every 2 s, the device memory in use and each process's share
+# with its command line (which process holds what), until killed; prints its pid.
+monitor() {
+  local t0=$SECONDS
+  (while :; do
+     echo "$((SECONDS - t0)) s: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader)"
+     nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>/dev/null | while IFS=', ' read -r pid mem unit; do
+       echo "  $pid $mem $unit $(tr '\0' ' ' < /proc/"$pid"/cmdline 2>/dev/null | cut -c1-160)"
+     done
+     sleep 2
+   done) > "$1" 2>&1 &
+  echo $!
+}
+
 # agreement_dir NAME PROBLEM KERNEL BATCH DIM: a kernel dir under
 # .cache/agreement with the KernelBench problem at another size.
 agreement_dir() {
@@ -52,9 +66,7 @@ for step in $steps; do
     log "greedy on examples/rmsnorm with transcript-memory"
     rm -rf .cache/rmsnorm-memory && cp -r examples/rmsnorm .cache/rmsnorm-memory && rm -rf .cache/rmsnorm-memory/transcript*
     t0=$SECONDS
-    (while :; do echo "$((SECONDS - t0)) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader) $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ' ')"; sleep 2; done) \
-      > "$OUT/memory-usage.txt" 2>&1 &
-    mon=$!
+    mon=$(monitor "$OUT/memory-usage.txt")
     # The profiler is not what this run is about (ncu of a 7.5 GB problem
     # takes 20-30 s a kernel).
     dump=$(stacks "${MEM_LIMIT:-480}")
@@ -68,11 +80,12 @@ for step in $steps; do
   sweep)
     log "KernelBench level 1 ${PROBLEMS:-19-32}, supplied kernels, tune"
     rm -rf "$OUT/sweep"
+    mon=$(monitor "$OUT/sweep-usage.txt")
     dump=$(stacks "${SWEEP_LIMIT:-560}")
     KAGENT=bin/kagent PY=$PY timeout "${SWEEP_LIMIT:-560}" scripts/kernelbench-phases.sh "$KB" "$OUT/sweep" "${PROBLEMS:-19-32}" \
       > "$OUT/sweep-phases.txt" 2>&1
     echo "sweep exit $?" | tee -a "$OUT/steps.log"
-    kill "$dump" 2>/dev/null
+    kill "$mon" "$dump" 2>/dev/null
     cat "$OUT/sweep-phases.txt"
     [ -f "$OUT/sweep/results.json" ] && "$PY" scripts/kernelbench_phases.py "$OUT/sweep" > /dev/null 2>&1
     # The run dirs' JSON and logs in one archive (kernels and databases left out).
