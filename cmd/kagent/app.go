@@ -47,16 +47,16 @@ func newApp() *cli.App {
 			envCommand(),
 			versionCommand(),
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%v (see --help)", err)
-		},
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(c.App.ErrWriter, "kagent: unknown command %q (see kagent --help)\n", name)
-			os.Exit(ExitUsage)
-		},
-		ExitErrHandler: func(*cli.Context, error) {}, // main reports errors
+		CommandNotFound: commandNotFound,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors
 	}
-	usageErrors(app.Commands, "")
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		if msg, ok := unknownFlag(err, app.Flags, "kagent --help"); ok {
+			return usageError("%s", msg)
+		}
+		return usageError("%v (see --help)", err)
+	}
+	usageErrors(app, app.Commands, "")
 	return app
 }
 

@@ -169,7 +169,7 @@ func TestBadInput(t *testing.T) {
 		want []string
 	}{
 		{"malformed yaml", []string{"optimize", "--kernel-dir", "noinputs", "--config", malformed}, ExitUsage, []string{"malformed.yaml:"}},
-		{"unknown key", []string{"optimize", "--kernel-dir", "noinputs", "--config", unknown}, ExitUsage, []string{"unknown.yaml:2:", `unknown key "max_roundz"`}},
+		{"unknown key", []string{"optimize", "--kernel-dir", "noinputs", "--config", unknown}, ExitUsage, []string{"unknown.yaml:2:", `unknown key "max_roundz"; did you mean "max_rounds"?`}},
 		{"missing problem.py", []string{"optimize", "--kernel-dir", "noproblem", "--strategy", "noop"}, ExitUsage, []string{"noproblem/problem.py not found"}},
 		{"problem without get_inputs", []string{"optimize", "--kernel-dir", "noinputs", "--strategy", "noop"}, ExitUsage, []string{"noinputs/problem.py: missing get_inputs()"}},
 		{"missing kernel dir flag", []string{"optimize", "--strategy", "noop"}, ExitUsage, []string{"kernel-dir"}},

@@ -15,6 +15,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/internal/suggest"
 	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
@@ -83,8 +84,15 @@ type sweepSetup struct {
 
 // sweepArgs reads and checks the sweep's flags and the configuration.
 func sweepArgs(c *cli.Context) (*sweepSetup, error) {
-	if c.Args().Present() {
-		return nil, usageError("sweep: unexpected argument %q (subcommands: merge DIR, status DIR)", c.Args().First())
+	if arg := c.Args().First(); arg != "" {
+		var subs []string
+		for _, sub := range c.Command.Subcommands {
+			subs = append(subs, sub.Name)
+		}
+		if s := suggest.Closest(arg, subs); s != "" {
+			return nil, usageError("sweep: unexpected argument %q; did you mean \"sweep %s\"?", arg, s)
+		}
+		return nil, usageError("sweep: unexpected argument %q (subcommands: merge DIR, status DIR)", arg)
 	}
 	s := &sweepSetup{source: c.String("kernelbench"), level: c.Int("level")}
 	if s.source == "" {
