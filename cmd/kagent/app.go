@@ -124,21 +124,35 @@ func shortFloats(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// configFlags are the flags every command that runs kernels shares. Each sets
+// configFlags are the flags of every command that runs kernels. Each sets
 // the config key of the same meaning and wins over YAML and environment.
 func configFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "config NAME: embedded (see `kagent configs list`) or ./configs/NAME.yaml"},
-		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "config FILE (YAML)"},
+		&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "config `NAME`: embedded (see kagent configs list) or ./configs/NAME.yaml"},
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "config `FILE` (YAML)"},
 		&cli.StringFlag{Name: "platform", Usage: configs.Words(configs.PlatformNames, "or") + " (default: auto-detect)"},
 		&cli.StringFlag{Name: "gpu-name", Usage: "GPU name for the specs lookup"},
 		&cli.StringFlag{Name: "python", Usage: "Python interpreter with torch (and triton on GPUs)"},
 		&cli.StringFlag{Name: "size", Usage: "timed shape: a NAME of kagent.yaml's sizes, or KEY=VALUE,... overrides of the problem's size constants"},
-		&cli.IntFlag{Name: "max-rounds", Usage: "maximum optimization rounds"},
-		&cli.IntFlag{Name: "num-workers", Usage: "candidates evaluated at once"},
+	}
+}
+
+// llmConfigFlags are the configuration flags of the commands that ask an
+// LLM (optimize, generate, sweep).
+func llmConfigFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: "llm-model", Usage: "LLM model"},
 		&cli.StringFlag{Name: "llm-provider", Usage: "openai (any OpenAI-compatible server), anthropic, google or bedrock"},
 		&cli.StringFlag{Name: "llm-base-url", Usage: "base URL of an OpenAI-compatible server"},
+	}
+}
+
+// searchConfigFlags are the configuration flags of the commands that run an
+// optimization (optimize, sweep).
+func searchConfigFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-rounds", Usage: "maximum optimization rounds", DefaultText: "the config's"},
+		&cli.IntFlag{Name: "num-workers", Usage: "candidates evaluated at once", DefaultText: "the config's"},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func sweepCommand() *cli.Command {
 			"combines the shards into the report a single run would write; `kagent sweep status DIR` shows progress.\n\n" +
 			"Exit codes: 0 every problem has a final result, 1 some problem ended on an error (run again to retry),\n" +
 			"2 bad flags or configuration, 4 this machine lacks what the sweep needs, 130 interrupted (run again to resume).",
-		Flags: append(sweepFlags(), configFlags()...),
+		Flags: slices.Concat(sweepFlags(), configFlags(), searchConfigFlags(), llmConfigFlags()),
 		Subcommands: []*cli.Command{
 			{
 				Name: "merge", Usage: "combine the shard results of a sweep dir into results.json and the report", ArgsUsage: "DIR",
