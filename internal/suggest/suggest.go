@@ -13,7 +13,7 @@ import "strings"
 // characters and at most 2 for longer ones; typed names shorter than 3
 // characters match only their own spelling in another case. A typed
 // name that begins exactly one candidate (3 characters or more) also matches
-// it. Ties go to the earlier candidate.
+// it. Two names equally close make it a guess, and nothing is returned.
 func Closest(typed string, candidates []string) string {
 	t := strings.ToLower(typed)
 	limit := 2
@@ -23,16 +23,22 @@ func Closest(typed string, candidates []string) string {
 	case n <= 5:
 		limit = 1
 	}
-	best, bestDist := "", limit+1
+	best, bestDist, tied := "", limit+1, false
 	var prefixed []string
 	for _, c := range candidates {
 		lc := strings.ToLower(c)
-		if d := Distance(t, lc); d < bestDist {
-			best, bestDist = c, d
+		switch d := Distance(t, lc); {
+		case d < bestDist:
+			best, bestDist, tied = c, d, false
+		case d == bestDist && best != "" && c != best:
+			tied = true
 		}
 		if len(t) >= 3 && strings.HasPrefix(lc, t) {
 			prefixed = append(prefixed, c)
 		}
+	}
+	if tied {
+		return ""
 	}
 	if best != "" {
 		return best

@@ -51,6 +51,8 @@ func TestClosest(t *testing.T) {
 		{"bogus", flags, ""},
 		{"kernel_dir", flags, "kernel-dir"},
 		{"lst", []string{"list", "show"}, "list"},
+		{"fsh", []string{"bash", "zsh", "fish"}, ""}, // as close to zsh as to fish
+		{"bassh", []string{"bash", "zsh", "fish"}, "bash"},
 	} {
 		if got := Closest(tc.typed, tc.candidates); got != tc.want {
 			t.Errorf("Closest(%q) = %q, want %q", tc.typed, got, tc.want)
