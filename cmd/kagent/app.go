@@ -46,6 +46,7 @@ func newApp() *cli.App {
 			doctorCommand(),
 			envCommand(),
 			versionCommand(),
+			completionCommand(),
 		},
 		CommandNotFound: commandNotFound,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors

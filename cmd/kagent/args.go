@@ -21,6 +21,10 @@ func interleaved(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
+	// urfave/cli reads the shell completion request only as the last word.
+	if complete := "--" + cli.BashCompletionFlag.Names()[0]; args[len(args)-1] == complete {
+		return append(interleaved(app, args[:len(args)-1]), complete)
+	}
 	var globals, path, flags, positional []string
 	i := 1
 	take := func(fs []cli.Flag, dst *[]string) bool {

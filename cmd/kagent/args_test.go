@@ -28,6 +28,7 @@ func TestInterleaved(t *testing.T) {
 		{"kagent runs show --json -- --not-a-flag R", "kagent runs show --json -- --not-a-flag R"},
 		{"kagent runs show - --json", "kagent runs show --json -"},
 		{"kagent unknown R --json", "kagent unknown R --json"},
+		{"kagent runs show R --js --generate-bash-completion", "kagent runs show --js R --generate-bash-completion"},
 		{"kagent", "kagent"},
 	} {
 		if got := strings.Join(interleaved(app, strings.Fields(tc.in)), " "); got != tc.want {
