@@ -47,6 +47,7 @@ func newApp() *cli.App {
 			envCommand(),
 			versionCommand(),
 			completionCommand(),
+			docsCommand(),
 		},
 		CommandNotFound: commandNotFound,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors

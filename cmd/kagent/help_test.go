@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -84,4 +86,36 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	oneLineError(t, run(t, dir, "eval", "--kernel-dir", ".", "--max-rounds", "3"), ExitUsage, "eval: unknown flag --max-rounds")
+}
+
+// TestDocs: docs writes the man page and the Markdown reference, each with
+// every command.
+func TestDocs(t *testing.T) {
+	dir := t.TempDir()
+	man, md := filepath.Join(dir, "man", "man1"), filepath.Join(dir, "md")
+	r := run(t, dir, "docs", "--man", man, "--markdown", md)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{filepath.Join(man, "kagent.1"), []string{`.TH kagent 1`, "optimize", "completion", `\fB--max-rounds\fP`}},
+		{filepath.Join(md, "kagent.md"), []string{"# NAME", "## optimize", "## eval", "## completion", "## docs", "**--max-rounds**"}},
+	} {
+		b, err := os.ReadFile(tc.path)
+		if err != nil {
+			t.Fatalf("docs did not write %s: %v", tc.path, err)
+		}
+		if !strings.Contains(r.stdout, tc.path) {
+			t.Errorf("stdout does not name %s: %q", tc.path, r.stdout)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s lacks %q", tc.path, w)
+			}
+		}
+	}
+	oneLineError(t, run(t, dir, "docs"), ExitUsage, "give --man DIR, --markdown DIR or both")
 }
