@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -62,30 +63,48 @@ func newApp() *cli.App {
 	return app
 }
 
-// versionString is the version set at build time, else the module's version
-// from the build info, with the VCS revision and time the binary was built
-// from: "v1.2.0 (rev 1a2b3c4d5e6f, 2026-12-02T09:00:00Z, modified)".
-func versionString() string {
-	v := Version
+// versionInfo is what the binary knows of its own build; `version --json`
+// prints it.
+type versionInfo struct {
+	// Version is the version set at build time, else the module's version
+	// from the build info ("dev" when neither names one).
+	Version string `json:"version"`
+	// Revision, Time and Modified are the VCS commit the binary was built
+	// from, its time, and whether the tree had changes ("" and false when
+	// the build recorded none).
+	Revision string `json:"revision"`
+	Time     string `json:"time"`
+	Modified bool   `json:"modified"`
+	Go       string `json:"go"`
+}
+
+func readVersion() versionInfo {
+	vi := versionInfo{Version: Version, Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return v
+		return vi
 	}
-	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
+	if vi.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		vi.Version = bi.Main.Version
 	}
-	var rev, at string
-	modified := false
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			vi.Revision = s.Value
 		case "vcs.time":
-			at = s.Value
+			vi.Time = s.Value
 		case "vcs.modified":
-			modified = s.Value == "true"
+			vi.Modified = s.Value == "true"
 		}
 	}
+	return vi
+}
+
+// versionString is the version with the VCS revision and time the binary
+// was built from: "v1.2.0 (rev 1a2b3c4d5e6f, 2026-12-02T09:00:00Z, modified)".
+func versionString() string {
+	vi := readVersion()
+	v, rev := vi.Version, vi.Revision
 	if rev == "" {
 		return v
 	}
@@ -95,11 +114,11 @@ func versionString() string {
 	var details []string
 	if !strings.Contains(v, rev) { // a pseudo-version names the commit already
 		details = append(details, "rev "+rev)
-		if at != "" {
-			details = append(details, at)
+		if vi.Time != "" {
+			details = append(details, vi.Time)
 		}
 	}
-	if modified && !strings.Contains(v, "+dirty") {
+	if vi.Modified && !strings.Contains(v, "+dirty") {
 		details = append(details, "modified")
 	}
 	if len(details) == 0 {
@@ -226,28 +245,50 @@ func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print kagent's version",
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, readVersion())
+			}
 			fmt.Fprintf(c.App.Writer, "kagent %s %s\n", versionString(), runtime.Version())
 			return nil
 		},
 	}
 }
 
+// envVar is one row of `kagent env --json`.
+type envVar struct {
+	Name        string `json:"name"`
+	Value       string `json:"value"` // "" when unset
+	Description string `json:"description"`
+}
+
 func envCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "env",
 		Usage: "list the KAGENT_* environment variables and their current values",
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
+			vars := make([]envVar, len(configs.Env))
+			for i, e := range configs.Env {
+				vars[i] = envVar{Name: e.Name, Value: os.Getenv(e.Name), Description: e.Description}
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, vars)
+			}
 			w := newTable(c.App.Writer)
 			w.row("VARIABLE", "VALUE", "MEANING")
-			for _, e := range configs.Env {
-				v := os.Getenv(e.Name)
-				if v == "" {
-					v = "-"
-				}
-				w.row(e.Name, v, e.Description)
+			for _, v := range vars {
+				w.row(v.Name, cmp.Or(v.Value, "-"), v.Description)
 			}
 			return w.flush()
 		},
 	}
+}
+
+// jsonFlag is --json of the commands that print a table or text: it prints
+// the same facts as JSON with snake_case field names, one object, or an
+// array of one object per row for a list.
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON"}
 }
