@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,6 +61,11 @@ func newApp() *cli.App {
 		return usageError("%v (see --help)", err)
 	}
 	usageErrors(app, app.Commands, "")
+	for _, c := range app.Commands {
+		if slices.Contains(dotEnvCommands, c.Name) {
+			c.Before = readDotEnv
+		}
+	}
 	return app
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,12 +44,26 @@ type result struct {
 // run executes the real binary in dir with a clean KAGENT_* environment.
 func run(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runEnv(t, dir, nil, args...)
+}
+
+// runEnv is run with changes to the environment: "NAME=VALUE" sets a
+// variable, "NAME" removes it.
+func runEnv(t *testing.T, dir string, changes []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KAGENT_") || strings.HasPrefix(kv, "KAGENT_PYTHON=") || strings.HasPrefix(kv, "KAGENT_PLATFORM_KWARGS=") {
+		name, _, _ := strings.Cut(kv, "=")
+		changed := slices.ContainsFunc(changes, func(c string) bool { return c == name || strings.HasPrefix(c, name+"=") })
+		if !changed && (!strings.HasPrefix(kv, "KAGENT_") || strings.HasPrefix(kv, "KAGENT_PYTHON=") || strings.HasPrefix(kv, "KAGENT_PLATFORM_KWARGS=")) {
 			env = append(env, kv)
+		}
+	}
+	for _, c := range changes {
+		if strings.Contains(c, "=") {
+			env = append(env, c)
 		}
 	}
 	cmd.Env = append(env, "KAGENT_CACHE_DIR="+t.TempDir())
