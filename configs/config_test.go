@@ -95,8 +95,9 @@ func TestBadInputErrors(t *testing.T) {
 		want       []string
 	}{
 		{"malformed", "strategy: greedy\nmax_rounds: [1,\n", []string{"c.yaml:", "ErrInvalid"}},
-		{"unknown top-level key", "strategy: greedy\nmax_round: 3\n", []string{"c.yaml:2:", `unknown key "max_round"`}},
-		{"unknown nested key", "llm:\n  model: x\n  modle: y\n", []string{"c.yaml:3:", `unknown key "modle" in llm`}},
+		{"unknown top-level key", "strategy: greedy\nmax_round: 3\n", []string{"c.yaml:2:", `unknown key "max_round"; did you mean "max_rounds"?`}},
+		{"unknown nested key", "llm:\n  model: x\n  modle: y\n", []string{"c.yaml:3:", `unknown key "modle" in llm; did you mean "model"?`}},
+		{"unknown key, nothing close", "speed: max\n", []string{"c.yaml:1:", `unknown key "speed" (known: `, "max_rounds"}},
 		{"wrong type", "max_rounds: many\n", []string{"c.yaml:1:"}},
 		{"mixed platform map", "platform:\n  verifier: nvidia\n  profiler: noop\n", []string{"c.yaml:", "different platforms"}},
 	}
@@ -129,6 +130,9 @@ func TestBadInputErrors(t *testing.T) {
 func TestMissingAndUnknownNames(t *testing.T) {
 	if _, _, err := Load(LoadOptions{WorkDir: t.TempDir(), Strategy: "nope", Getenv: noEnv}); !errors.Is(err, ErrUnknownConfig) || !strings.Contains(err.Error(), "greedy") {
 		t.Errorf("unknown strategy: %v", err)
+	}
+	if _, _, err := Load(LoadOptions{WorkDir: t.TempDir(), Strategy: "gredy", Getenv: noEnv}); !errors.Is(err, ErrUnknownConfig) || !strings.Contains(err.Error(), `"gredy"; did you mean "greedy"?`) {
+		t.Errorf("mistyped strategy: %v", err)
 	}
 	if _, _, err := Load(LoadOptions{ConfigFile: "/no/such/file.yaml", Getenv: noEnv}); err == nil || !strings.Contains(err.Error(), "/no/such/file.yaml: file not found") {
 		t.Errorf("missing file: %v", err)

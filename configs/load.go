@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kagent-dev/kagent/internal/suggest"
 )
 
 //go:embed strategies/*.yaml
@@ -92,9 +94,24 @@ func Resolve(workDir, name string) (Source, error) {
 	}
 	s, err := embeddedSource(name)
 	if err != nil {
-		return Source{}, fmt.Errorf("%w: %q (known: %s; or put configs/%s.yaml in the working directory)", ErrUnknownConfig, name, strings.Join(Embedded(), ", "), name)
+		return Source{}, unknownConfig(workDir, name)
 	}
 	return s, nil
+}
+
+// unknownConfig is the error for a --strategy name that names no config: it
+// names the closest config when one is close, else every embedded one.
+func unknownConfig(workDir, name string) error {
+	var names []string
+	if list, err := List(workDir); err == nil {
+		for _, s := range list {
+			names = append(names, s.Name)
+		}
+	}
+	if s := suggest.Closest(name, names); s != "" {
+		return fmt.Errorf("%w: %q; did you mean %q? (see `kagent configs list`)", ErrUnknownConfig, name, s)
+	}
+	return fmt.Errorf("%w: %q (known: %s; or put configs/%s.yaml in the working directory)", ErrUnknownConfig, name, strings.Join(Embedded(), ", "), name)
 }
 
 // ReadFile reads a config file given with --config.
@@ -178,7 +195,12 @@ func yamlError(path string, err error) error {
 			}
 			what = fmt.Sprintf("unknown key %q%s", um[1], where)
 			if sec.typ != nil {
-				what += " (known: " + strings.Join(knownKeys(sec.typ), ", ") + ")"
+				known := knownKeys(sec.typ)
+				if s := suggest.Closest(um[1], known); s != "" {
+					what += fmt.Sprintf("; did you mean %q?", s)
+				} else {
+					what += " (known: " + strings.Join(known, ", ") + ")"
+				}
 			}
 		}
 		out = append(out, fmt.Sprintf("%s:%s: %s", path, line, what))

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kagent-dev/kagent/harness"
 	"github.com/kagent-dev/kagent/internal/safefile"
+	"github.com/kagent-dev/kagent/internal/suggest"
 )
 
 // File names of a kernel dir.
@@ -191,7 +193,7 @@ func yamlMessage(file string, err error) string {
 			rest = strings.TrimSpace(m[strings.Index(m, ":")+1:])
 			if f, ok := strings.CutPrefix(rest, "field "); ok {
 				if name, _, ok := strings.Cut(f, " not found"); ok {
-					rest = fmt.Sprintf("unknown key %q (known: name, dtype, atol, rtol, tf32, allow_inplace, atomics, shapes, sizes)", name)
+					rest = unknownOption(name)
 				}
 			}
 			out = append(out, fmt.Sprintf("%s:%d: %s", file, line, rest))
@@ -200,6 +202,22 @@ func yamlMessage(file string, err error) string {
 		out = append(out, fmt.Sprintf("%s: %s", file, m))
 	}
 	return strings.Join(out, "; ")
+}
+
+// unknownOption says a kagent.yaml key is unknown and names the closest
+// known key when one is close, else every known key.
+func unknownOption(name string) string {
+	var keys []string
+	t := reflect.TypeOf(Options{})
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	if s := suggest.Closest(name, keys); s != "" {
+		return fmt.Sprintf("unknown key %q; did you mean %q?", name, s)
+	}
+	return fmt.Sprintf("unknown key %q (known: %s)", name, strings.Join(keys, ", "))
 }
 
 // checkReport is kdir_check.py's output.

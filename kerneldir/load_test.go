@@ -95,7 +95,8 @@ func TestLoadErrors(t *testing.T) {
 		{"no kernel", map[string]string{"problem.py": goodProblem}, []string{"no input.py", "kagent generate"}},
 		{"two kernels", map[string]string{"problem.py": goodProblem, "input.py": goodKernel, "kernel.py": goodKernel}, []string{"both input.py and kernel.py"}},
 		{"no entry point", map[string]string{"problem.py": goodProblem, "input.py": "def run(x):\n    return x\n"}, []string{"input.py: defines neither kernel_function nor class ModelNew"}},
-		{"unknown option key", map[string]string{"problem.py": goodProblem, "input.py": goodKernel, "kagent.yaml": "dtype: fp16\natoll: 1e-3\n"}, []string{"kagent.yaml:2:", `unknown key "atoll"`}},
+		{"unknown option key", map[string]string{"problem.py": goodProblem, "input.py": goodKernel, "kagent.yaml": "dtype: fp16\natoll: 1e-3\n"}, []string{"kagent.yaml:2:", `unknown key "atoll"; did you mean "atol"?`}},
+		{"unknown option key, nothing close", map[string]string{"problem.py": goodProblem, "input.py": goodKernel, "kagent.yaml": "speed: max\n"}, []string{"kagent.yaml:1:", `unknown key "speed" (known: name, dtype, atol, rtol, tf32, allow_inplace, shapes, sizes, atomics)`}},
 		{"malformed options", map[string]string{"problem.py": goodProblem, "input.py": goodKernel, "kagent.yaml": "dtype: [fp16\n"}, []string{"kagent.yaml:"}},
 		{"bad dtype", map[string]string{"problem.py": goodProblem, "input.py": goodKernel, "kagent.yaml": "dtype: fp64\n"}, []string{"kagent.yaml", `dtype "fp64"`}},
 	}

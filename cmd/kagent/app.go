@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,44 +48,69 @@ func newApp() *cli.App {
 			doctorCommand(),
 			envCommand(),
 			versionCommand(),
+			completionCommand(),
+			docsCommand(),
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%v (see --help)", err)
-		},
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(c.App.ErrWriter, "kagent: unknown command %q (see kagent --help)\n", name)
-			os.Exit(ExitUsage)
-		},
-		ExitErrHandler: func(*cli.Context, error) {}, // main reports errors
+		CommandNotFound: commandNotFound,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main reports errors
 	}
-	usageErrors(app.Commands, "")
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		if msg, ok := unknownFlag(err, app.Flags, "kagent --help"); ok {
+			return usageError("%s", msg)
+		}
+		return usageError("%v (see --help)", err)
+	}
+	usageErrors(app, app.Commands, "")
+	for _, c := range app.Commands {
+		if slices.Contains(dotEnvCommands, c.Name) {
+			c.Before = readDotEnv
+		}
+	}
 	return app
 }
 
-// versionString is the version set at build time, else the module's version
-// from the build info, with the VCS revision and time the binary was built
-// from: "v1.2.0 (rev 1a2b3c4d5e6f, 2026-12-02T09:00:00Z, modified)".
-func versionString() string {
-	v := Version
+// versionInfo is what the binary knows of its own build; `version --json`
+// prints it.
+type versionInfo struct {
+	// Version is the version set at build time, else the module's version
+	// from the build info ("dev" when neither names one).
+	Version string `json:"version"`
+	// Revision, Time and Modified are the VCS commit the binary was built
+	// from, its time, and whether the tree had changes ("" and false when
+	// the build recorded none).
+	Revision string `json:"revision"`
+	Time     string `json:"time"`
+	Modified bool   `json:"modified"`
+	Go       string `json:"go"`
+}
+
+func readVersion() versionInfo {
+	vi := versionInfo{Version: Version, Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return v
+		return vi
 	}
-	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
+	if vi.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		vi.Version = bi.Main.Version
 	}
-	var rev, at string
-	modified := false
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			vi.Revision = s.Value
 		case "vcs.time":
-			at = s.Value
+			vi.Time = s.Value
 		case "vcs.modified":
-			modified = s.Value == "true"
+			vi.Modified = s.Value == "true"
 		}
 	}
+	return vi
+}
+
+// versionString is the version with the VCS revision and time the binary
+// was built from: "v1.2.0 (rev 1a2b3c4d5e6f, 2026-12-02T09:00:00Z, modified)".
+func versionString() string {
+	vi := readVersion()
+	v, rev := vi.Version, vi.Revision
 	if rev == "" {
 		return v
 	}
@@ -93,11 +120,11 @@ func versionString() string {
 	var details []string
 	if !strings.Contains(v, rev) { // a pseudo-version names the commit already
 		details = append(details, "rev "+rev)
-		if at != "" {
-			details = append(details, at)
+		if vi.Time != "" {
+			details = append(details, vi.Time)
 		}
 	}
-	if modified && !strings.Contains(v, "+dirty") {
+	if vi.Modified && !strings.Contains(v, "+dirty") {
 		details = append(details, "modified")
 	}
 	if len(details) == 0 {
@@ -124,21 +151,35 @@ func shortFloats(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// configFlags are the flags every command that runs kernels shares. Each sets
+// configFlags are the flags of every command that runs kernels. Each sets
 // the config key of the same meaning and wins over YAML and environment.
 func configFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "config NAME: embedded (see `kagent configs list`) or ./configs/NAME.yaml"},
-		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "config FILE (YAML)"},
+		&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "config `NAME`: embedded (see kagent configs list) or ./configs/NAME.yaml"},
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "config `FILE` (YAML)"},
 		&cli.StringFlag{Name: "platform", Usage: configs.Words(configs.PlatformNames, "or") + " (default: auto-detect)"},
 		&cli.StringFlag{Name: "gpu-name", Usage: "GPU name for the specs lookup"},
 		&cli.StringFlag{Name: "python", Usage: "Python interpreter with torch (and triton on GPUs)"},
 		&cli.StringFlag{Name: "size", Usage: "timed shape: a NAME of kagent.yaml's sizes, or KEY=VALUE,... overrides of the problem's size constants"},
-		&cli.IntFlag{Name: "max-rounds", Usage: "maximum optimization rounds"},
-		&cli.IntFlag{Name: "num-workers", Usage: "candidates evaluated at once"},
+	}
+}
+
+// llmConfigFlags are the configuration flags of the commands that ask an
+// LLM (optimize, generate, sweep).
+func llmConfigFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: "llm-model", Usage: "LLM model"},
 		&cli.StringFlag{Name: "llm-provider", Usage: "openai (any OpenAI-compatible server), anthropic, google or bedrock"},
 		&cli.StringFlag{Name: "llm-base-url", Usage: "base URL of an OpenAI-compatible server"},
+	}
+}
+
+// searchConfigFlags are the configuration flags of the commands that run an
+// optimization (optimize, sweep).
+func searchConfigFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-rounds", Usage: "maximum optimization rounds", DefaultText: "the config's"},
+		&cli.IntFlag{Name: "num-workers", Usage: "candidates evaluated at once", DefaultText: "the config's"},
 	}
 }
 
@@ -210,28 +251,50 @@ func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print kagent's version",
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, readVersion())
+			}
 			fmt.Fprintf(c.App.Writer, "kagent %s %s\n", versionString(), runtime.Version())
 			return nil
 		},
 	}
 }
 
+// envVar is one row of `kagent env --json`.
+type envVar struct {
+	Name        string `json:"name"`
+	Value       string `json:"value"` // "" when unset
+	Description string `json:"description"`
+}
+
 func envCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "env",
 		Usage: "list the KAGENT_* environment variables and their current values",
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
+			vars := make([]envVar, len(configs.Env))
+			for i, e := range configs.Env {
+				vars[i] = envVar{Name: e.Name, Value: os.Getenv(e.Name), Description: e.Description}
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, vars)
+			}
 			w := newTable(c.App.Writer)
 			w.row("VARIABLE", "VALUE", "MEANING")
-			for _, e := range configs.Env {
-				v := os.Getenv(e.Name)
-				if v == "" {
-					v = "-"
-				}
-				w.row(e.Name, v, e.Description)
+			for _, v := range vars {
+				w.row(v.Name, cmp.Or(v.Value, "-"), v.Description)
 			}
 			return w.flush()
 		},
 	}
+}
+
+// jsonFlag is --json of the commands that print a table or text: it prints
+// the same facts as JSON with snake_case field names, one object, or an
+// array of one object per row for a list.
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON"}
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/kagent-dev/kagent/internal/suggest"
 )
 
 // interleaved reorders a command line so that flags may come anywhere, as
@@ -16,6 +20,10 @@ import (
 func interleaved(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
+	}
+	// urfave/cli reads the shell completion request only as the last word.
+	if complete := "--" + cli.BashCompletionFlag.Names()[0]; args[len(args)-1] == complete {
+		return append(interleaved(app, args[:len(args)-1]), complete)
 	}
 	var globals, path, flags, positional []string
 	i := 1
@@ -104,12 +112,67 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // usageErrors makes every command report a flag mistake as kagent does: one
 // line, exit code 2, no help on stdout (urfave/cli prints the command's
 // help and returns a plain error unless the command has its own handler).
-func usageErrors(cmds []*cli.Command, parents string) {
+// An unknown flag names the closest one the command takes (its own or a
+// global flag) when one is close.
+func usageErrors(app *cli.App, cmds []*cli.Command, parents string) {
 	for _, c := range cmds {
 		full := strings.TrimSpace(parents + " " + c.Name)
+		flags := append(slices.Clone(c.Flags), app.Flags...)
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			if msg, ok := unknownFlag(err, flags, "kagent "+full+" --help"); ok {
+				return usageError("%s: %s", full, msg)
+			}
 			return usageError("%s: %v (see kagent %s --help)", full, err, full)
 		}
-		usageErrors(c.Subcommands, full)
+		usageErrors(app, c.Subcommands, full)
 	}
+}
+
+// unknownFlag rewrites the flag package's "flag provided but not defined:
+// -name" as "unknown flag --name", followed by the closest of flags when
+// one is close, else by the help to read.
+func unknownFlag(err error, flags []cli.Flag, help string) (string, bool) {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return "", false
+	}
+	name = strings.TrimLeft(name, "-")
+	var names []string
+	for _, f := range append(flags, cli.HelpFlag) {
+		names = append(names, f.Names()...)
+	}
+	msg := "unknown flag " + dashed(name)
+	if s := suggest.Closest(name, names); s != "" {
+		return msg + "; did you mean " + dashed(s) + "?", true
+	}
+	return msg + " (see " + help + ")", true
+}
+
+// dashed writes a flag name as it is typed: -k, --kernel-dir.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// commandNotFound reports an unknown command (or subcommand) in one line,
+// naming the closest one when one is close, and exits with ExitUsage.
+func commandNotFound(c *cli.Context, name string) {
+	parent := strings.TrimSpace(strings.TrimPrefix(c.Command.HelpName, c.App.Name))
+	var names []string
+	for _, sub := range c.Command.Subcommands {
+		if !sub.Hidden {
+			names = append(names, sub.Names()...)
+		}
+	}
+	typed := strings.TrimSpace(parent + " " + name)
+	msg := fmt.Sprintf("unknown command %q", typed)
+	if s := suggest.Closest(name, names); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", strings.TrimSpace(parent+" "+s))
+	} else {
+		msg += " (see " + strings.TrimSpace("kagent "+parent) + " --help)"
+	}
+	fmt.Fprintln(c.App.ErrWriter, "kagent: "+msg)
+	os.Exit(ExitUsage)
 }

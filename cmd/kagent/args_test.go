@@ -28,6 +28,7 @@ func TestInterleaved(t *testing.T) {
 		{"kagent runs show --json -- --not-a-flag R", "kagent runs show --json -- --not-a-flag R"},
 		{"kagent runs show - --json", "kagent runs show --json -"},
 		{"kagent unknown R --json", "kagent unknown R --json"},
+		{"kagent runs show R --js --generate-bash-completion", "kagent runs show --js R --generate-bash-completion"},
 		{"kagent", "kagent"},
 	} {
 		if got := strings.Join(interleaved(app, strings.Fields(tc.in)), " "); got != tc.want {
@@ -51,13 +52,54 @@ func TestFlagsAnywhereAndUsageErrors(t *testing.T) {
 	}
 	for _, args := range [][]string{{"optimize", "--bogus"}, {"runs", "list", "--nope"}, {"--nope"}} {
 		r := run(t, dir, args...)
-		oneLineError(t, r, ExitUsage, "flag provided but not defined")
+		oneLineError(t, r, ExitUsage, "unknown flag --", "--help")
 		if r.stdout != "" {
 			t.Errorf("%v: help on stdout:\n%s", args, r.stdout)
 		}
 	}
 	if r := run(t, dir, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "kagent ") || !strings.Contains(r.stdout, " go1.") {
 		t.Errorf("version: exit %d %q", r.code, r.stdout)
+	}
+}
+
+// TestTypoSuggestions: a mistyped command, flag, config key or config name
+// is one line with exit code 2 that names the closest valid one, or where
+// to look when nothing is close.
+func TestTypoSuggestions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "typo.yaml")
+	if err := os.WriteFile(cfg, []byte("strategy: noop\nmax_round: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"command", []string{"optimze"}, `unknown command "optimze"; did you mean "optimize"?`},
+		{"subcommand", []string{"configs", "lst"}, `unknown command "configs lst"; did you mean "configs list"?`},
+		{"help of a command", []string{"help", "optimze"}, `did you mean "optimize"?`},
+		{"sweep subcommand", []string{"sweep", "stats"}, `unexpected argument "stats"; did you mean "sweep status"?`},
+		{"command, nothing close", []string{"deploy"}, `unknown command "deploy" (see kagent --help)`},
+		{"subcommand, nothing close", []string{"runs", "deploy"}, `unknown command "runs deploy" (see kagent runs --help)`},
+		{"flag", []string{"optimize", "--max-round", "3"}, "optimize: unknown flag --max-round; did you mean --max-rounds?"},
+		{"flag=value after an argument", []string{"runs", "show", "r1", "--kernel_dir=x"}, "runs show: unknown flag --kernel_dir; did you mean --kernel-dir?"},
+		{"global flag", []string{"--log-leve", "debug", "env"}, "unknown flag --log-leve; did you mean --log-level?"},
+		{"global flag after the command", []string{"env", "--log-leve", "debug"}, "env: unknown flag --log-leve; did you mean --log-level?"},
+		{"flag, nothing close", []string{"optimize", "--bogus"}, "optimize: unknown flag --bogus (see kagent optimize --help)"},
+		{"config key", []string{"optimize", "--kernel-dir", ".", "--config", cfg}, `typo.yaml:2: unknown key "max_round"; did you mean "max_rounds"?`},
+		{"config name", []string{"optimize", "--kernel-dir", ".", "--strategy", "gredy"}, `unknown config: "gredy"; did you mean "greedy"?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, dir, tc.args...)
+			oneLineError(t, r, ExitUsage, tc.want)
+			if r.stdout != "" {
+				t.Errorf("output on stdout:\n%s", r.stdout)
+			}
+			if strings.Contains(tc.name, "nothing close") && strings.Contains(r.stderr, "did you mean") {
+				t.Errorf("a suggestion where nothing is close: %q", r.stderr)
+			}
+		})
 	}
 }
 

@@ -49,11 +49,11 @@ func doctorCommand() *cli.Command {
 		Usage: "report what this machine offers kagent: Python, torch, triton, GPUs, profilers, LLM keys",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "python", Usage: "Python interpreter to inspect (default: $KAGENT_PYTHON or python3)"},
+			jsonFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			ctx := c.Context
-			t := newTable(c.App.Writer)
-			t.row("CHECK", "STATUS", "DETAIL")
+			var t checks
 			py := c.String("python")
 			if py == "" {
 				py = defaultPython()
@@ -116,9 +116,30 @@ func doctorCommand() *cli.Command {
 			}
 			t.row("llm keys", status(len(set) > 0), fmt.Sprintf("set: %s; not set: %s", orNone(set), orNone(unset)))
 			t.row("cache", "ok", harness.CacheDir())
-			return t.flush()
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, t)
+			}
+			w := newTable(c.App.Writer)
+			w.row("CHECK", "STATUS", "DETAIL")
+			for _, r := range t {
+				w.row(r.Check, r.Status, r.Detail)
+			}
+			return w.flush()
 		},
 	}
+}
+
+// check is one line of doctor's report; --json prints the list.
+type check struct {
+	Check  string `json:"check"`  // python, torch, triton, nvidia-smi, sandbox, llm keys, ...
+	Status string `json:"status"` // ok, missing, none, limited, unavailable or error
+	Detail string `json:"detail"`
+}
+
+type checks []check
+
+func (cs *checks) row(name, status, detail string) {
+	*cs = append(*cs, check{Check: name, Status: status, Detail: detail})
 }
 
 // sandboxRow says whether candidates can run in kagent's OS sandbox here.

@@ -19,8 +19,8 @@ func evalCommand() *cli.Command {
 		Name:  "eval",
 		Usage: "verify a kernel dir's kernel and time it against PyTorch eager and torch.compile",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "folder holding problem.py and input.py (or kernel.py)"},
-			&cli.StringFlag{Name: "kernel", Usage: "evaluate this file instead of the kernel dir's input.py"},
+			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "kernel `DIR`: the folder holding problem.py and input.py (or kernel.py)"},
+			&cli.StringFlag{Name: "kernel", Usage: "evaluate this `FILE` instead of the kernel dir's input.py"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			&cli.Float64Flag{Name: "min-speedup", Usage: "exit 3 unless the kernel is at least this many times faster than --against"},
 			&cli.StringFlag{Name: "against", Value: "eager", Usage: "baseline for --min-speedup: eager or compile"},

@@ -39,7 +39,7 @@ func generateCommand() *cli.Command {
 			&cli.StringFlag{Name: "llm-record", Usage: "save every LLM exchange as a JSON file in `DIR`"},
 			&cli.StringFlag{Name: "llm-replay", Usage: "serve LLM replies from a recorded `DIR` instead of calling a model"},
 			&cli.StringFlag{Name: "llm-replay-match", Value: llm.MatchSimilar, Usage: "how replayed replies are matched: " + strings.Join(llm.MatchRules, ", ")},
-		}, configFlags()...),
+		}, slices.Concat(configFlags(), llmConfigFlags())...),
 		Action: runGenerate,
 	}
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,12 +44,26 @@ type result struct {
 // run executes the real binary in dir with a clean KAGENT_* environment.
 func run(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runEnv(t, dir, nil, args...)
+}
+
+// runEnv is run with changes to the environment: "NAME=VALUE" sets a
+// variable, "NAME" removes it.
+func runEnv(t *testing.T, dir string, changes []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KAGENT_") || strings.HasPrefix(kv, "KAGENT_PYTHON=") || strings.HasPrefix(kv, "KAGENT_PLATFORM_KWARGS=") {
+		name, _, _ := strings.Cut(kv, "=")
+		changed := slices.ContainsFunc(changes, func(c string) bool { return c == name || strings.HasPrefix(c, name+"=") })
+		if !changed && (!strings.HasPrefix(kv, "KAGENT_") || strings.HasPrefix(kv, "KAGENT_PYTHON=") || strings.HasPrefix(kv, "KAGENT_PLATFORM_KWARGS=")) {
 			env = append(env, kv)
+		}
+	}
+	for _, c := range changes {
+		if strings.Contains(c, "=") {
+			env = append(env, c)
 		}
 	}
 	cmd.Env = append(env, "KAGENT_CACHE_DIR="+t.TempDir())
@@ -169,7 +186,7 @@ func TestBadInput(t *testing.T) {
 		want []string
 	}{
 		{"malformed yaml", []string{"optimize", "--kernel-dir", "noinputs", "--config", malformed}, ExitUsage, []string{"malformed.yaml:"}},
-		{"unknown key", []string{"optimize", "--kernel-dir", "noinputs", "--config", unknown}, ExitUsage, []string{"unknown.yaml:2:", `unknown key "max_roundz"`}},
+		{"unknown key", []string{"optimize", "--kernel-dir", "noinputs", "--config", unknown}, ExitUsage, []string{"unknown.yaml:2:", `unknown key "max_roundz"; did you mean "max_rounds"?`}},
 		{"missing problem.py", []string{"optimize", "--kernel-dir", "noproblem", "--strategy", "noop"}, ExitUsage, []string{"noproblem/problem.py not found"}},
 		{"problem without get_inputs", []string{"optimize", "--kernel-dir", "noinputs", "--strategy", "noop"}, ExitUsage, []string{"noinputs/problem.py: missing get_inputs()"}},
 		{"missing kernel dir flag", []string{"optimize", "--strategy", "noop"}, ExitUsage, []string{"kernel-dir"}},
@@ -190,6 +207,67 @@ func TestEnvAndVersion(t *testing.T) {
 	}
 	if r := run(t, t.TempDir(), "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "kagent ") {
 		t.Fatalf("version: %+v", r)
+	}
+}
+
+// TestJSON: --json prints valid JSON with stable snake_case fields: an
+// object, or an array of one object per row for a list; every object has
+// every field, and the rows a reader looks for are there.
+func TestJSON(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args   []string
+		list   bool
+		fields []string
+		// key and value: some object has this field with this value.
+		key, value string
+	}{
+		{[]string{"version", "--json"}, false, []string{"version", "revision", "time", "modified", "go"}, "go", runtime.Version()},
+		{[]string{"env", "--json"}, true, []string{"name", "value", "description"}, "name", "KAGENT_LLM_MODEL"},
+		{[]string{"configs", "list", "--json"}, true, []string{"name", "strategy", "platform", "source", "description"}, "name", "greedy"},
+		{[]string{"configs", "show", "amd", "--json"}, false, []string{"name", "source", "description", "yaml", "config"}, "source", "embedded:strategies/amd.yaml"},
+		{[]string{"doctor", "--python", filepath.Join(dir, "no-python"), "--json"}, true, []string{"check", "status", "detail"}, "check", "sandbox"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := run(t, dir, tc.args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			var objects []map[string]any
+			var err error
+			if tc.list {
+				err = json.Unmarshal([]byte(r.stdout), &objects)
+			} else {
+				objects = []map[string]any{{}}
+				err = json.Unmarshal([]byte(r.stdout), &objects[0])
+			}
+			if err != nil || len(objects) == 0 {
+				t.Fatalf("not a JSON %s (%v):\n%s", map[bool]string{true: "array", false: "object"}[tc.list], err, r.stdout)
+			}
+			found := false
+			for _, o := range objects {
+				for _, f := range tc.fields {
+					if _, ok := o[f]; !ok {
+						t.Errorf("%v lacks %q", o, f)
+					}
+				}
+				found = found || o[tc.key] == tc.value
+			}
+			if !found {
+				t.Errorf("no object with %s %q:\n%s", tc.key, tc.value, r.stdout)
+			}
+		})
+	}
+	// configs show: the config the file makes, under the YAML's keys.
+	r := run(t, dir, "configs", "show", "amd", "--json")
+	var show struct {
+		Config struct {
+			MaxRounds int    `json:"max_rounds"`
+			Platform  string `json:"platform"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &show); err != nil || show.Config.MaxRounds != 8 || show.Config.Platform != "rocm" {
+		t.Errorf("configs show amd --json: config %+v (%v)", show.Config, err)
 	}
 }
 

@@ -43,7 +43,7 @@ func optimizeCommand() *cli.Command {
 			"1 the run failed, 2 bad flags, configuration or kernel dir, 4 this machine lacks what the run needs,\n" +
 			"130 interrupted (resume with --resume RUN).",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "folder holding problem.py and input.py (or kernel.py)"},
+			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "kernel `DIR`: the folder holding problem.py and input.py (or kernel.py)"},
 			&cli.StringFlag{Name: "out", Usage: "run directory (default: KERNEL_DIR/.kagent/runs/RUN_ID)"},
 			&cli.StringFlag{Name: "resume", Usage: "continue the run `RUN` (an id from kagent runs list) with the configuration it started with"},
 			&cli.StringFlag{Name: "llm-record", Usage: "save every LLM exchange as a JSON file in `DIR`"},
@@ -51,7 +51,7 @@ func optimizeCommand() *cli.Command {
 			&cli.StringFlag{Name: "llm-replay-match", Value: llm.MatchSimilar, Usage: "how replayed replies are matched to prompts: similar (exact, numbers masked, then the closest), strict (exact or numbers masked) or purpose (each purpose's replies in recorded order)"},
 			&cli.StringFlag{Name: "events", Usage: "write one JSON line per step to `FILE` (run_started, round_started, candidate_verified, candidate_timed, promoted, round_finished, run_finished)"},
 			&cli.StringFlag{Name: "db", Usage: "run history `FILE` (default: KERNEL_DIR/.kagent/history.db)"},
-		}, configFlags()...),
+		}, slices.Concat(configFlags(), searchConfigFlags(), llmConfigFlags())...),
 		Action: runOptimize,
 	}
 }

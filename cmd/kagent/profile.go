@@ -19,8 +19,8 @@ func profileCommand() *cli.Command {
 		Name:  "profile",
 		Usage: "profile a kernel dir's kernel and place it on the GPU's roofline",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "folder holding problem.py and input.py (or kernel.py)"},
-			&cli.StringFlag{Name: "kernel", Usage: "profile this file instead of the kernel dir's input.py"},
+			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "kernel `DIR`: the folder holding problem.py and input.py (or kernel.py)"},
+			&cli.StringFlag{Name: "kernel", Usage: "profile this `FILE` instead of the kernel dir's input.py"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 		}, configFlags()...),
 		Action: runProfile,

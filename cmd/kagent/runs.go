@@ -18,7 +18,7 @@ import (
 
 func runsCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Value: ".", Usage: "kernel dir whose run history to read"},
+		&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Value: ".", Usage: "kernel `DIR` whose run history to read"},
 		&cli.StringFlag{Name: "db", Usage: "run history `FILE` (default: KERNEL_DIR/.kagent/history.db)"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-dev/kagent/internal/suggest"
 	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
@@ -36,7 +38,7 @@ func sweepCommand() *cli.Command {
 			"combines the shards into the report a single run would write; `kagent sweep status DIR` shows progress.\n\n" +
 			"Exit codes: 0 every problem has a final result, 1 some problem ended on an error (run again to retry),\n" +
 			"2 bad flags or configuration, 4 this machine lacks what the sweep needs, 130 interrupted (run again to resume).",
-		Flags: append(sweepFlags(), configFlags()...),
+		Flags: slices.Concat(sweepFlags(), configFlags(), searchConfigFlags(), llmConfigFlags()),
 		Subcommands: []*cli.Command{
 			{
 				Name: "merge", Usage: "combine the shard results of a sweep dir into results.json and the report", ArgsUsage: "DIR",
@@ -83,8 +85,15 @@ type sweepSetup struct {
 
 // sweepArgs reads and checks the sweep's flags and the configuration.
 func sweepArgs(c *cli.Context) (*sweepSetup, error) {
-	if c.Args().Present() {
-		return nil, usageError("sweep: unexpected argument %q (subcommands: merge DIR, status DIR)", c.Args().First())
+	if arg := c.Args().First(); arg != "" {
+		var subs []string
+		for _, sub := range c.Command.Subcommands {
+			subs = append(subs, sub.Name)
+		}
+		if s := suggest.Closest(arg, subs); s != "" {
+			return nil, usageError("sweep: unexpected argument %q; did you mean \"sweep %s\"?", arg, s)
+		}
+		return nil, usageError("sweep: unexpected argument %q (subcommands: merge DIR, status DIR)", arg)
 	}
 	s := &sweepSetup{source: c.String("kernelbench"), level: c.Int("level")}
 	if s.source == "" {
