@@ -11,12 +11,14 @@ import (
 
 // Totals add up calls of one kind.
 type Totals struct {
-	Calls            int           `json:"calls"`
-	Failed           int           `json:"failed"`
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	CostUSD          float64       `json:"cost_usd"`
-	CallTime         time.Duration `json:"call_time_ns"` // summed over calls; concurrent calls overlap
+	Calls            int   `json:"calls"`
+	Failed           int   `json:"failed"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// EstimatedCalls counts the calls whose usage kagent estimated.
+	EstimatedCalls int           `json:"estimated_calls,omitempty"`
+	CostUSD        float64       `json:"cost_usd"`
+	CallTime       time.Duration `json:"call_time_ns"` // summed over calls; concurrent calls overlap
 }
 
 // Tokens is prompt plus completion tokens.
@@ -29,6 +31,9 @@ func (t *Totals) add(resp Response, err error, d time.Duration) {
 	}
 	t.PromptTokens += int64(resp.Usage.PromptTokens)
 	t.CompletionTokens += int64(resp.Usage.CompletionTokens)
+	if resp.Usage.Estimated {
+		t.EstimatedCalls++
+	}
 	t.CostUSD += resp.CostUSD
 	t.CallTime += d
 }
