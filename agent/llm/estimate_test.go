@@ -145,8 +145,8 @@ func TestNoUsageIsEstimated(t *testing.T) {
 			}
 			_, err = c.Complete(context.Background(), req)
 			var be *BudgetExceededError
-			if !errors.As(err, &be) || be.Cap != tt.wantCap {
-				t.Fatalf("second call: err = %v, want the %s cap", err, tt.wantCap)
+			if !errors.As(err, &be) || be.Cap != tt.wantCap || !strings.Contains(be.Used, "the tokens of 1 of 1 calls estimated") {
+				t.Fatalf("second call: err = %v, want the %s cap, saying the tokens were estimated", err, tt.wantCap)
 			}
 			if srv.Count() != 1 {
 				t.Errorf("%d requests reached the server, want 1", srv.Count())

@@ -175,11 +175,21 @@ func (m *Meter) capReached(calls int) *BudgetExceededError {
 	case l.MaxCalls > 0 && calls >= l.MaxCalls:
 		return &BudgetExceededError{Cap: "max_calls", Limit: fmt.Sprint(l.MaxCalls), Used: fmt.Sprintf("%d calls", calls)}
 	case l.MaxTokens > 0 && m.total.Tokens() >= l.MaxTokens:
-		return &BudgetExceededError{Cap: "max_tokens", Limit: fmt.Sprint(l.MaxTokens), Used: fmt.Sprintf("%d tokens", m.total.Tokens())}
+		return &BudgetExceededError{Cap: "max_tokens", Limit: fmt.Sprint(l.MaxTokens),
+			Used: fmt.Sprintf("%d tokens%s", m.total.Tokens(), estimatedCalls(m.total))}
 	case l.MaxUSD > 0 && m.total.CostUSD >= l.MaxUSD:
-		return &BudgetExceededError{Cap: "max_usd", Limit: fmt.Sprintf("$%.2f", l.MaxUSD), Used: fmt.Sprintf("$%.4f", m.total.CostUSD)}
+		return &BudgetExceededError{Cap: "max_usd", Limit: fmt.Sprintf("$%.2f", l.MaxUSD),
+			Used: fmt.Sprintf("$%.4f%s", m.total.CostUSD, estimatedCalls(m.total))}
 	}
 	return nil
+}
+
+// estimatedCalls says how many calls' tokens were estimated ("" for none).
+func estimatedCalls(t Totals) string {
+	if t.EstimatedCalls == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", the tokens of %d of %d calls estimated", t.EstimatedCalls, t.Calls)
 }
 
 func (m *Meter) wallErr() *BudgetExceededError {
