@@ -8,6 +8,8 @@
 //	srv.On("Diagnose", llmtest.Reply{Text: `{"bottlenecks": [...]}`})
 //	cfg := llm.Config{Provider: "openai", BaseURL: srv.BaseURL(), Model: "fake"}
 //
+// StartMockLLM runs a third-party mock server instead (mockllm.go).
+//
 // It does not import package llm, so llm's own tests can use it.
 package llmtest
 
