@@ -4,6 +4,8 @@
 #   make test    - every test: Go (with -race) and the Python harness at the same
 #                  time, on the CPU (Triton kernels through Triton's interpreter)
 #   make lint    - gofmt and go vet
+#   make npm-mock - .cache/npm with the npm test servers of .ci/npm (an
+#                  OpenAI-compatible mock the agent/llm tests run against)
 VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 GO ?= go
@@ -14,7 +16,12 @@ TEST_INDUCTOR_CACHE ?= $(CURDIR)/.cache/inductor
 # The venv is built only when PYTHON is its interpreter (PYTHON=... uses another).
 PYDEP := $(if $(filter $(VENV)/bin/python,$(PYTHON)),$(VENV)/.installed)
 
-.PHONY: build test test-go test-python lint linux gpu-binaries venv
+# The npm packages the Go tests start as servers, pinned with all their
+# dependencies in .ci/npm/package-lock.json (@dwmkerr/mock-llm, a rule-driven
+# OpenAI-compatible mock; agent/llm's TestThirdPartyMock finds it here).
+NPM_DIR ?= .cache/npm
+
+.PHONY: build test test-go test-python lint linux gpu-binaries venv npm-mock
 
 build:
 	$(GO) build -buildvcs=auto -o bin/kagent ./cmd/kagent
@@ -24,6 +31,14 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+npm-mock: $(NPM_DIR)/.installed
+
+$(NPM_DIR)/.installed: .ci/npm/package.json .ci/npm/package-lock.json
+	mkdir -p $(NPM_DIR)
+	cp .ci/npm/package.json .ci/npm/package-lock.json $(NPM_DIR)/
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 # A static linux/amd64 binary, for the GPU machine.

@@ -265,6 +265,63 @@ func TestBudgetStopsCleanly(t *testing.T) {
 	}
 }
 
+// TestBudgetStopsOnEstimatedTokens: a server that reports no usage still
+// spends the token budget (kagent estimates the tokens), and the run's
+// records, events and reports say the tokens were estimated.
+func TestBudgetStopsOnEstimatedTokens(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(configs.StrategyGreedy)
+	cfg.MaxRounds = 5
+	cfg.Budget.MaxTokens = 1 // spent by the first call
+	f := newFakeLLM(t, cfg)
+	f.srv.On("# Task: diagnose the performance bottlenecks", llmtest.Reply{Text: diagnosis("SLOW"), NoUsage: true})
+	f.srv.On("- Summary: SLOW\n", llmtest.Reply{Text: pyReply(candidateSource(t, "slow.py")).Text, NoUsage: true})
+	res, err := Run(context.Background(), e.input(cfg, f.client))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Status != store.RunFinished || !isBudgetStop(res.StopReason) || !strings.Contains(res.StopReason, "max_tokens") {
+		t.Fatalf("status %s, reason %q, want finished on max_tokens", res.Status, res.StopReason)
+	}
+	if f.srv.Count() != 1 || res.Usage.Calls != 1 || res.Usage.EstimatedCalls != 1 || res.Usage.PromptTokens < 1000 ||
+		res.Usage.CompletionTokens == 0 {
+		t.Errorf("server saw %d calls; usage %+v, want 1 call with estimated tokens", f.srv.Count(), res.Usage.Totals)
+	}
+	md, err := os.ReadFile(filepath.Join(res.RunDir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "completion tokens (estimated)") || !strings.Contains(string(md), "reported no token usage") {
+		t.Errorf("report.md does not say the tokens were estimated:\n%s", md)
+	}
+	b, err := os.ReadFile(filepath.Join(res.RunDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		LLM struct {
+			Calls           int  `json:"calls"`
+			TokensEstimated bool `json:"tokens_estimated"`
+			EstimatedCalls  int  `json:"estimated_calls"`
+		} `json:"llm"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.LLM.TokensEstimated || rep.LLM.EstimatedCalls != 1 || rep.LLM.Calls != 1 {
+		t.Errorf("report.json llm = %+v", rep.LLM)
+	}
+	var last Event
+	for _, line := range strings.Split(strings.TrimSpace(e.events.String()), "\n") {
+		if json.Unmarshal([]byte(line), &last) != nil {
+			t.Fatalf("event line %q", line)
+		}
+	}
+	if last.Event != EventRunFinished || last.LLMEstimatedCalls != 1 {
+		t.Errorf("last event = %+v, want run_finished with 1 estimated call", last)
+	}
+}
+
 // noisyBaselines passes everything to the real session, but reports the
 // first timings of the torch.compile baseline with the given CVs (and a median
 // doubled, as a disturbed measurement has).

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kagent-dev/kagent/agent/report"
 	"github.com/kagent-dev/kagent/internal/termtext"
 )
 
@@ -66,10 +67,13 @@ type Event struct {
 	// round_finished
 	Promotions int `json:"promotions,omitempty"`
 
-	// round_finished and run_finished: LLM spend so far
-	LLMCalls   int     `json:"llm_calls,omitempty"`
-	LLMTokens  int64   `json:"llm_tokens,omitempty"`
-	LLMCostUSD float64 `json:"llm_cost_usd,omitempty"`
+	// round_finished and run_finished: LLM spend so far; LLMEstimatedCalls
+	// counts the calls whose tokens kagent estimated (the server reported
+	// no usage)
+	LLMCalls          int     `json:"llm_calls,omitempty"`
+	LLMTokens         int64   `json:"llm_tokens,omitempty"`
+	LLMEstimatedCalls int     `json:"llm_estimated_calls,omitempty"`
+	LLMCostUSD        float64 `json:"llm_cost_usd,omitempty"`
 
 	// run_finished
 	Status     string `json:"status,omitempty"`
@@ -174,7 +178,8 @@ func spend(ev Event) string {
 	if ev.LLMCalls == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; llm %d call%s, %d tokens, $%.2f", ev.LLMCalls, plural(ev.LLMCalls), ev.LLMTokens, ev.LLMCostUSD)
+	return fmt.Sprintf("; llm %d call%s, %d tokens%s, $%.2f", ev.LLMCalls, plural(ev.LLMCalls), ev.LLMTokens,
+		report.EstimatedTag(ev.LLMEstimatedCalls, ev.LLMCalls), ev.LLMCostUSD)
 }
 
 func paren(s string) string {

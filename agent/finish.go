@@ -227,6 +227,7 @@ func (l *loop) withSpend(ev Event) Event {
 	}
 	ev.LLMCalls = s.Calls + l.prior.Calls
 	ev.LLMTokens = s.Tokens() + l.prior.PromptTokens + l.prior.CompletionTokens
+	ev.LLMEstimatedCalls = s.EstimatedCalls + l.prior.EstimatedCalls
 	ev.LLMCostUSD = s.CostUSD + l.prior.CostUSD
 	return ev
 }
@@ -237,6 +238,7 @@ func (l *loop) finishedEvent(res Result) Event {
 		BestID: res.Best.ID, BestMS: res.Best.Timing.MedianMS, SpeedupVsInput: res.SpeedupVsInput,
 		SpeedupVsEager: res.SpeedupVsEager, SpeedupVsCompile: res.SpeedupVsCompile}
 	ev.LLMCalls, ev.LLMTokens, ev.LLMCostUSD = res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens, res.Usage.CostUSD
+	ev.LLMEstimatedCalls = res.Usage.EstimatedCalls
 	return ev
 }
 

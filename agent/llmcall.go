@@ -56,7 +56,7 @@ func (l *loop) ask(ctx context.Context, round int, candID string, purpose llm.Pu
 		call := store.LLMCall{
 			RunID: l.runID, Round: round, CandidateID: candID, Purpose: string(purpose), Model: resp.Model,
 			PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens,
-			CostUSD: resp.CostUSD, Duration: resp.Duration, Fingerprint: resp.Fingerprint,
+			UsageEstimated: resp.Usage.Estimated, CostUSD: resp.CostUSD, Duration: resp.Duration, Fingerprint: resp.Fingerprint,
 		}
 		if call.Model == "" {
 			call.Model = l.cfg.LLM.Model

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/kagent-dev/kagent/agent/report"
@@ -35,6 +36,9 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 		u.Calls++
 		u.PromptTokens += int64(c.PromptTokens)
 		u.CompletionTokens += int64(c.CompletionTokens)
+		if c.UsageEstimated {
+			u.EstimatedCalls++
+		}
 		u.CostUSD += c.CostUSD
 		byCand[c.CandidateID] = u
 	}
@@ -48,7 +52,11 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 		Size:      l.in.Task.Options.SizeLabel(),
 		StartedAt: detail.StartedAt, FinishedAt: detail.FinishedAt, BestID: res.Best.ID, StopReason: res.StopReason,
 		LLM: report.Usage{Calls: res.Usage.Calls, PromptTokens: res.Usage.PromptTokens,
-			CompletionTokens: res.Usage.CompletionTokens, CostUSD: res.Usage.CostUSD},
+			CompletionTokens: res.Usage.CompletionTokens, EstimatedCalls: res.Usage.EstimatedCalls, CostUSD: res.Usage.CostUSD},
+	}
+	if u := res.Usage; u.EstimatedCalls > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("the LLM server reported no token usage for %d of %d calls: kagent estimated "+
+			"their tokens from the text (on the high side), and their cost and the budget count the estimates", u.EstimatedCalls, u.Calls))
 	}
 	d.DType = l.in.Task.Options.DType
 	info, haveInfo := l.problemInfo(ctx)

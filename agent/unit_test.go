@@ -165,6 +165,8 @@ func TestProgressLines(t *testing.T) {
 		{Event{Event: EventCandidateTimed, Round: &r, Candidate: "r2c1", MedianMS: 1.25, CV: 0.012}, "round 2: r2c1 1.25 ms (cv 1.2%)"},
 		{Event{Event: EventRoundFinished, Round: &r, BestID: "r2c1", BestMS: 1.25, SpeedupVsInput: 2, SpeedupVsEager: 1.5, LLMCalls: 3, LLMTokens: 100, LLMCostUSD: 0.5},
 			"round 2: best r2c1 1.25 ms (2.00x input, 1.50x eager); llm 3 calls, 100 tokens, $0.50"},
+		{Event{Event: EventRoundFinished, Round: &r, BestID: "r2c1", BestMS: 1.25, SpeedupVsInput: 2, LLMCalls: 3, LLMTokens: 100, LLMEstimatedCalls: 3, LLMCostUSD: 0.5},
+			"round 2: best r2c1 1.25 ms (2.00x input); llm 3 calls, 100 tokens (estimated), $0.50"},
 		{Event{Event: "something_else"}, ""},
 	}
 	for _, tc := range tests {

@@ -389,13 +389,15 @@ func addTotals(a, b store.Totals) store.Totals {
 	a.Failed += b.Failed
 	a.PromptTokens += b.PromptTokens
 	a.CompletionTokens += b.CompletionTokens
+	a.EstimatedCalls += b.EstimatedCalls
 	a.CostUSD += b.CostUSD
 	a.Duration += b.Duration
 	return a
 }
 
 func usageOf(t store.Totals) Usage {
-	return Usage{Calls: t.Calls, Tokens: t.PromptTokens + t.CompletionTokens, CostUSD: finite(t.CostUSD), Seconds: t.Duration.Seconds()}
+	return Usage{Calls: t.Calls, Tokens: t.PromptTokens + t.CompletionTokens, EstimatedCalls: t.EstimatedCalls,
+		CostUSD: finite(t.CostUSD), Seconds: t.Duration.Seconds()}
 }
 
 // Interface guards

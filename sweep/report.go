@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kagent-dev/kagent/agent/report"
 )
 
 // TimestampPrefix starts the one line of report.md that depends on when it
@@ -230,12 +232,13 @@ func (v view) llm() string {
 	for _, r := range v.ordered() { // a float sum: in a fixed order
 		u.Calls += r.LLM.Calls
 		u.Tokens += r.LLM.Tokens
+		u.EstimatedCalls += r.LLM.EstimatedCalls
 		u.CostUSD += r.LLM.CostUSD
 	}
 	if u.Calls == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%d calls, %d tokens, $%.2f", u.Calls, u.Tokens, u.CostUSD)
+	return fmt.Sprintf("%d calls, %d tokens%s, $%.2f", u.Calls, u.Tokens, report.EstimatedTag(u.EstimatedCalls, u.Calls), u.CostUSD)
 }
 
 // times states the median wall time per problem and the median harness

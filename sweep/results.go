@@ -86,9 +86,12 @@ func TimingOf(t *platform.Timing) *Timing {
 
 // Usage is the LLM spend of one problem (generation and optimization).
 type Usage struct {
-	Calls   int     `json:"calls"`
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"cost_usd"`
+	Calls  int   `json:"calls"`
+	Tokens int64 `json:"tokens"`
+	// EstimatedCalls counts the calls whose tokens kagent estimated (the
+	// server reported no usage).
+	EstimatedCalls int     `json:"estimated_calls,omitempty"`
+	CostUSD        float64 `json:"cost_usd"`
 	// Seconds is the summed wall time of the calls (concurrent calls overlap).
 	Seconds float64 `json:"seconds"`
 }

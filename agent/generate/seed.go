@@ -176,6 +176,9 @@ func (g *gen) account(ctx context.Context, id string, purpose llm.Purpose, resp 
 	}
 	g.usage.PromptTokens += int64(resp.Usage.PromptTokens)
 	g.usage.CompletionTokens += int64(resp.Usage.CompletionTokens)
+	if resp.Usage.Estimated {
+		g.usage.EstimatedCalls++
+	}
 	g.usage.CostUSD += resp.CostUSD
 	g.usage.Duration += resp.Duration
 	g.mu.Unlock()
@@ -183,8 +186,8 @@ func (g *gen) account(ctx context.Context, id string, purpose llm.Purpose, resp 
 		return
 	}
 	call := store.LLMCall{RunID: g.runID, Round: 0, CandidateID: id, Purpose: string(purpose), Model: resp.Model,
-		PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, CostUSD: resp.CostUSD,
-		Duration: resp.Duration, Fingerprint: resp.Fingerprint}
+		PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, UsageEstimated: resp.Usage.Estimated,
+		CostUSD: resp.CostUSD, Duration: resp.Duration, Fingerprint: resp.Fingerprint}
 	if call.Model == "" {
 		call.Model = g.in.Config.LLM.Model
 	}

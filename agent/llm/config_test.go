@@ -62,13 +62,13 @@ func TestValidate(t *testing.T) {
 
 func TestCost(t *testing.T) {
 	c := Config{Prices: map[string]Price{"gpt-5": {1.25, 10}, "gpt-5*": {9, 9}, "*": {100, 100}}}
-	if got := c.Cost("gpt-5", Usage{1_000_000, 100_000}); got != 2.25 {
+	if got := c.Cost("gpt-5", Usage{PromptTokens: 1_000_000, CompletionTokens: 100_000}); got != 2.25 {
 		t.Errorf("exact price: %v", got)
 	}
-	if got := c.Cost("gpt-5-mini", Usage{1_000_000, 0}); got != 9 {
+	if got := c.Cost("gpt-5-mini", Usage{PromptTokens: 1_000_000}); got != 9 {
 		t.Errorf("longest pattern: %v", got)
 	}
-	if got := (Config{}).Cost("x", Usage{5, 5}); got != 0 {
+	if got := (Config{}).Cost("x", Usage{PromptTokens: 5, CompletionTokens: 5}); got != 0 {
 		t.Errorf("no price: %v", got)
 	}
 }

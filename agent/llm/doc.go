@@ -7,7 +7,8 @@
 //	Meter       counts calls, tokens, dollars and wall time; enforces budget caps
 //	  logging   one redacted log line per call
 //	    Recorder  (--llm-record DIR) saves every exchange as a JSON file
-//	      retry   one retry policy (429, 5xx, transport errors), per-call timeout
+//	      retry   one retry policy (429, 5xx, transport errors), per-call timeout;
+//	              estimates the usage a reply left out (EstimateTokens)
 //	        provider  OpenAI-compatible (go-openai) or Anthropic, Gemini, Bedrock (langchaingo)
 //
 // With --llm-replay DIR the Replayer takes the place of everything below the

@@ -59,10 +59,14 @@ type Request struct {
 	Purpose Purpose `json:"purpose,omitempty"`
 }
 
-// Usage is the token count of one call as the provider reported it.
+// Usage is the token count of one call as the provider reported it, or as
+// kagent estimated it where the provider reported none (see EstimateTokens).
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// Estimated is true when kagent estimated a count the provider left out
+	// of its reply (or reported as 0). Budgets count estimated tokens alike.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Total is prompt plus completion tokens.
@@ -84,6 +88,9 @@ type Response struct {
 	// Fingerprint is the replay key of the request as sent, after the
 	// configured defaults (model, ...) were filled in; see Fingerprint.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Reasoning is the reasoning text a server returned beside the reply
+	// (reasoning_content), if any; it counts when the usage is estimated.
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // Client completes requests. Implementations are safe for concurrent use.

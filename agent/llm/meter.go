@@ -11,12 +11,14 @@ import (
 
 // Totals add up calls of one kind.
 type Totals struct {
-	Calls            int           `json:"calls"`
-	Failed           int           `json:"failed"`
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	CostUSD          float64       `json:"cost_usd"`
-	CallTime         time.Duration `json:"call_time_ns"` // summed over calls; concurrent calls overlap
+	Calls            int   `json:"calls"`
+	Failed           int   `json:"failed"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// EstimatedCalls counts the calls whose usage kagent estimated.
+	EstimatedCalls int           `json:"estimated_calls,omitempty"`
+	CostUSD        float64       `json:"cost_usd"`
+	CallTime       time.Duration `json:"call_time_ns"` // summed over calls; concurrent calls overlap
 }
 
 // Tokens is prompt plus completion tokens.
@@ -29,6 +31,9 @@ func (t *Totals) add(resp Response, err error, d time.Duration) {
 	}
 	t.PromptTokens += int64(resp.Usage.PromptTokens)
 	t.CompletionTokens += int64(resp.Usage.CompletionTokens)
+	if resp.Usage.Estimated {
+		t.EstimatedCalls++
+	}
 	t.CostUSD += resp.CostUSD
 	t.CallTime += d
 }
@@ -170,11 +175,21 @@ func (m *Meter) capReached(calls int) *BudgetExceededError {
 	case l.MaxCalls > 0 && calls >= l.MaxCalls:
 		return &BudgetExceededError{Cap: "max_calls", Limit: fmt.Sprint(l.MaxCalls), Used: fmt.Sprintf("%d calls", calls)}
 	case l.MaxTokens > 0 && m.total.Tokens() >= l.MaxTokens:
-		return &BudgetExceededError{Cap: "max_tokens", Limit: fmt.Sprint(l.MaxTokens), Used: fmt.Sprintf("%d tokens", m.total.Tokens())}
+		return &BudgetExceededError{Cap: "max_tokens", Limit: fmt.Sprint(l.MaxTokens),
+			Used: fmt.Sprintf("%d tokens%s", m.total.Tokens(), estimatedCalls(m.total))}
 	case l.MaxUSD > 0 && m.total.CostUSD >= l.MaxUSD:
-		return &BudgetExceededError{Cap: "max_usd", Limit: fmt.Sprintf("$%.2f", l.MaxUSD), Used: fmt.Sprintf("$%.4f", m.total.CostUSD)}
+		return &BudgetExceededError{Cap: "max_usd", Limit: fmt.Sprintf("$%.2f", l.MaxUSD),
+			Used: fmt.Sprintf("$%.4f%s", m.total.CostUSD, estimatedCalls(m.total))}
 	}
 	return nil
+}
+
+// estimatedCalls says how many calls' tokens were estimated ("" for none).
+func estimatedCalls(t Totals) string {
+	if t.EstimatedCalls == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", the tokens of %d of %d calls estimated", t.EstimatedCalls, t.Calls)
 }
 
 func (m *Meter) wallErr() *BudgetExceededError {

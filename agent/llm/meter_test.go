@@ -56,7 +56,7 @@ func TestMeterCaps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := &fakeClock{t: time.Unix(0, 0)}
-			m := NewMeter(stub{usage: Usage{60, 40}, cost: 0.02}, tt.limits, WithMeterClock(clk.now))
+			m := NewMeter(stub{usage: Usage{PromptTokens: 60, CompletionTokens: 40}, cost: 0.02}, tt.limits, WithMeterClock(clk.now))
 			calls := 0
 			var err error
 			for range 10 {
@@ -105,7 +105,7 @@ func TestMeterWallTimeCutsCallInFlight(t *testing.T) {
 }
 
 func TestMeterConcurrent(t *testing.T) {
-	m := NewMeter(stub{usage: Usage{10, 5}, cost: 0.001}, Limits{MaxCalls: 50}, WithConcurrency(4))
+	m := NewMeter(stub{usage: Usage{PromptTokens: 10, CompletionTokens: 5}, cost: 0.001}, Limits{MaxCalls: 50}, WithConcurrency(4))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	refused := 0

@@ -229,7 +229,7 @@ func (l *logged) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	l.log.Debug("llm call", "purpose", req.Purpose, "model", req.Model, "provider", resp.Provider,
 		"prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
-		"cost_usd", resp.CostUSD, "duration", resp.Duration, "finish_reason", resp.FinishReason)
+		"usage_estimated", resp.Usage.Estimated, "cost_usd", resp.CostUSD, "duration", resp.Duration, "finish_reason", resp.FinishReason)
 	return resp, nil
 }
 

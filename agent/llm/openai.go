@@ -61,6 +61,7 @@ func (o *openAIClient) Complete(ctx context.Context, req Request) (Response, err
 	}
 	ch := cresp.Choices[0]
 	resp.Text = ch.Message.Content
+	resp.Reasoning = ch.Message.ReasoningContent
 	resp.FinishReason = string(ch.FinishReason)
 	if resp.Text == "" {
 		return resp, fmt.Errorf("%s chat completion: %w (finish_reason %q; a reasoning model may have spent max_tokens %d on thinking)",

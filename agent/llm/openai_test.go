@@ -41,7 +41,7 @@ func TestOpenAICompatibleRequestShape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Text != "ok" || resp.Usage != (Usage{1000, 500}) || resp.Provider != "openai" {
+			if resp.Text != "ok" || resp.Usage != (Usage{PromptTokens: 1000, CompletionTokens: 500}) || resp.Provider != "openai" {
 				t.Errorf("resp = %+v", resp)
 			}
 			if want := (1000*2.0 + 500*8.0) / 1e6; math.Abs(resp.CostUSD-want) > 1e-12 {

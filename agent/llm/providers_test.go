@@ -78,7 +78,7 @@ func TestAnthropicMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Text != "hello from claude" || resp.Usage != (Usage{120, 30}) || resp.Provider != "anthropic" || resp.FinishReason != "end_turn" {
+	if resp.Text != "hello from claude" || resp.Usage != (Usage{PromptTokens: 120, CompletionTokens: 30}) || resp.Provider != "anthropic" || resp.FinishReason != "end_turn" {
 		t.Errorf("resp = %+v", resp)
 	}
 	if want := (120*3.0 + 30*15.0) / 1e6; resp.CostUSD != want {
@@ -145,7 +145,7 @@ func TestGeminiGenerateContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Text != "hello from gemini" || resp.Usage != (Usage{42, 7}) || resp.Provider != "google" {
+	if resp.Text != "hello from gemini" || resp.Usage != (Usage{PromptTokens: 42, CompletionTokens: 7}) || resp.Provider != "google" {
 		t.Errorf("resp = %+v", resp)
 	}
 	// One retry, by our policy only: the Google client's own 503 retry is disarmed.
@@ -189,7 +189,7 @@ func TestBedrockInvokeModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Text != "hello from bedrock" || resp.Usage != (Usage{11, 3}) || resp.Provider != "bedrock" {
+	if resp.Text != "hello from bedrock" || resp.Usage != (Usage{PromptTokens: 11, CompletionTokens: 3}) || resp.Provider != "bedrock" {
 		t.Errorf("resp = %+v", resp)
 	}
 	r := api.reqs[1]

@@ -108,7 +108,7 @@ func classify(provider string, err error, ci *callInfo, parent, attempt context.
 }
 
 // retrier calls a provider under the retry policy and a per-attempt timeout,
-// and prices the reply.
+// estimates the usage a reply left out (estimateUsage) and prices the reply.
 type retrier struct {
 	next     Client
 	provider string
@@ -146,6 +146,7 @@ func (r *retrier) Complete(ctx context.Context, req Request) (Response, error) {
 			if resp.Provider == "" {
 				resp.Provider = r.provider
 			}
+			resp.Usage = estimateUsage(req, resp, nil)
 			resp.CostUSD = r.cost(req.Model, resp.Usage)
 			return resp, nil
 		}
@@ -160,7 +161,7 @@ func (r *retrier) Complete(ctx context.Context, req Request) (Response, error) {
 		if !ae.retryable {
 			// A failed reply can still have cost tokens (an empty reply that
 			// used up max_tokens); pass its usage on to the meter.
-			if resp.Usage.Total() > 0 {
+			if resp.Usage = estimateUsage(req, resp, err); resp.Usage.Total() > 0 {
 				resp.CostUSD = r.cost(req.Model, resp.Usage)
 				resp.Duration = r.now().Sub(start)
 				return resp, fmt.Errorf("llm %s call: %w", req.Purpose, last)

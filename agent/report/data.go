@@ -11,6 +11,7 @@
 package report
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kagent-dev/kagent/roofline"
@@ -150,7 +151,23 @@ type Usage struct {
 	Calls            int
 	PromptTokens     int64
 	CompletionTokens int64
-	CostUSD          float64
+	// EstimatedCalls counts the calls whose tokens kagent estimated (the
+	// server reported no usage); their tokens and dollars are estimates.
+	EstimatedCalls int
+	CostUSD        float64
+}
+
+// EstimatedTag is what follows a token count of which estimatedCalls of
+// calls were estimated: "" (none), " (estimated)" (all) or
+// " (estimated for 3 of 11 calls)". Every place that shows LLM tokens uses it.
+func EstimatedTag(estimatedCalls, calls int) string {
+	switch {
+	case estimatedCalls <= 0:
+		return ""
+	case estimatedCalls >= calls:
+		return " (estimated)"
+	}
+	return fmt.Sprintf(" (estimated for %d of %d calls)", estimatedCalls, calls)
 }
 
 // GPUFromSpecs summarises a GPU of the specs database; the compute roof is

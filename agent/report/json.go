@@ -87,6 +87,8 @@ type jsonUsage struct {
 	Calls            int    `json:"calls"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
+	TokensEstimated  bool   `json:"tokens_estimated"`
+	EstimatedCalls   int    `json:"estimated_calls"`
 	CostUSD          amount `json:"cost_usd"`
 }
 
@@ -161,7 +163,8 @@ func timing(s Stats) jsonTiming {
 }
 
 func usage(u Usage) jsonUsage {
-	return jsonUsage{Calls: u.Calls, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CostUSD: amount(u.CostUSD)}
+	return jsonUsage{Calls: u.Calls, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		TokensEstimated: u.EstimatedCalls > 0, EstimatedCalls: u.EstimatedCalls, CostUSD: amount(u.CostUSD)}
 }
 
 func timestamp(t time.Time) *string {
@@ -194,7 +197,10 @@ func timestamp(t time.Time) *string {
 //	best                       null, or {id, median_ms, speedup_vs_eager,
 //	                           speedup_vs_compile, speedup_vs_input, floor_fraction}
 //	stop_reason
-//	llm                        {calls, prompt_tokens, completion_tokens, cost_usd}
+//	llm                        {calls, prompt_tokens, completion_tokens, tokens_estimated,
+//	                           estimated_calls, cost_usd}: tokens_estimated is true when
+//	                           the server reported no usage for estimated_calls of the
+//	                           calls, whose tokens (and cost) kagent then estimated
 //	rounds[]                   {round, candidates, correct, best_id, best_ms, improved}
 //	candidates[]               {id, round, parent, bottleneck, direction, label,
 //	                           status, correct, best, failure, reason, timing,

@@ -221,6 +221,9 @@ func writeCandidates(b *bytes.Buffer, d Data, der derived) {
 		llm := ""
 		if c.LLM.Calls > 0 {
 			llm = fmt.Sprintf("%d calls, %s", c.LLM.Calls, fmtUSD(c.LLM.CostUSD))
+			if c.LLM.EstimatedCalls > 0 {
+				llm += " (estimated)"
+			}
 		}
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", id, c.Round,
 			code(c.Parent), cell(dir), cell(status), ms, e, cm, in, fl, cell(roof), llm)
@@ -372,7 +375,8 @@ func usageText(u Usage) string {
 	if u.Calls == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%d calls, %d prompt + %d completion tokens, %s", u.Calls, u.PromptTokens, u.CompletionTokens, fmtUSD(u.CostUSD))
+	return fmt.Sprintf("%d calls, %d prompt + %d completion tokens%s, %s", u.Calls, u.PromptTokens, u.CompletionTokens,
+		EstimatedTag(u.EstimatedCalls, u.Calls), fmtUSD(u.CostUSD))
 }
 
 func orNA(s string) string {

@@ -48,7 +48,7 @@ func h200Greedy() Data {
 				LLM: Usage{Calls: 2, PromptTokens: 9100, CompletionTokens: 2400, CostUSD: 0.061}},
 			{ID: "r1c2", Round: 1, Parent: "input", Bottleneck: 1, Direction: "read x once: keep the column tile in registers",
 				Status: "profiled", Time: Stats{MedianMS: 3.91, P20MS: 3.9, P80MS: 3.93, CV: 0.003, N: 100},
-				RooflineClass: "memory", SOL: 90.1, LLM: Usage{Calls: 3, PromptTokens: 14000, CompletionTokens: 3100, CostUSD: 0.087}},
+				RooflineClass: "memory", SOL: 90.1, LLM: Usage{Calls: 3, PromptTokens: 14000, CompletionTokens: 3100, EstimatedCalls: 3, CostUSD: 0.087}},
 			{ID: "r2c1", Round: 2, Parent: "r1c2", Bottleneck: 1, Direction: "wider vector loads",
 				Status: "profiled", Time: Stats{MedianMS: 4.2, P20MS: 4.18, P80MS: 4.25, CV: 0.005, N: 100},
 				RooflineClass: "memory", SOL: 84, LLM: Usage{Calls: 2, PromptTokens: 9800, CompletionTokens: 2000, CostUSD: 0.059}},
@@ -63,7 +63,7 @@ func h200Greedy() Data {
 		},
 		BestID:     "r3c1",
 		StopReason: "plateau: 1 round without improvement",
-		LLM:        Usage{Calls: 11, PromptTokens: 52900, CompletionTokens: 12300, CostUSD: 0.331},
+		LLM:        Usage{Calls: 11, PromptTokens: 52900, CompletionTokens: 12300, EstimatedCalls: 3, CostUSD: 0.331},
 	}
 }
 
@@ -420,5 +420,21 @@ func TestMarkdownEscapesControlText(t *testing.T) {
 	}
 	if !strings.Contains(string(md), `mismatch\x1b[2K\rPASSED\u202e`) {
 		t.Errorf("the reason is not shown escaped:\n%s", md)
+	}
+}
+
+func TestEstimatedTag(t *testing.T) {
+	for _, tt := range []struct {
+		estimated, calls int
+		want             string
+	}{
+		{0, 0, ""},
+		{0, 5, ""},
+		{5, 5, " (estimated)"},
+		{3, 11, " (estimated for 3 of 11 calls)"},
+	} {
+		if got := EstimatedTag(tt.estimated, tt.calls); got != tt.want {
+			t.Errorf("EstimatedTag(%d, %d) = %q, want %q", tt.estimated, tt.calls, got, tt.want)
+		}
 	}
 }

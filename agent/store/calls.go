@@ -36,11 +36,11 @@ func (s *Store) RecordLLMCall(ctx context.Context, c LLMCall) (int64, error) {
 			}
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO llm_calls
-			(run_id, round, candidate_id, purpose, model, prompt_tokens, completion_tokens, cost_usd, duration_ns,
-			 fingerprint, error, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(run_id, round, candidate_id, purpose, model, prompt_tokens, completion_tokens, usage_estimated, cost_usd,
+			 duration_ns, fingerprint, error, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.RunID, nullRound(c.Round), c.CandidateID, c.Purpose, c.Model, c.PromptTokens, c.CompletionTokens,
-			c.CostUSD, int64(c.Duration), c.Fingerprint, c.Error, formatTime(at))
+			c.UsageEstimated, c.CostUSD, int64(c.Duration), c.Fingerprint, c.Error, formatTime(at))
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func (s *Store) LLMCalls(ctx context.Context, runID string) ([]LLMCall, error) {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT id, round, candidate_id, purpose, model, prompt_tokens,
-			completion_tokens, cost_usd, duration_ns, fingerprint, error, at
+			completion_tokens, usage_estimated, cost_usd, duration_ns, fingerprint, error, at
 			FROM llm_calls WHERE run_id = ? ORDER BY id`, runID)
 		if err != nil {
 			return err
@@ -73,7 +73,7 @@ func (s *Store) LLMCalls(ctx context.Context, runID string) ([]LLMCall, error) {
 			var dur int64
 			var at sql.NullString
 			if err := rows.Scan(&c.ID, &round, &c.CandidateID, &c.Purpose, &c.Model, &c.PromptTokens,
-				&c.CompletionTokens, &c.CostUSD, &dur, &c.Fingerprint, &c.Error, &at); err != nil {
+				&c.CompletionTokens, &c.UsageEstimated, &c.CostUSD, &dur, &c.Fingerprint, &c.Error, &at); err != nil {
 				return err
 			}
 			c.Round, c.Duration = roundOf(round), time.Duration(dur)
@@ -110,8 +110,8 @@ func (s *Store) LLMUsage(ctx context.Context, runID string) (Usage, error) {
 
 func llmUsage(ctx context.Context, tx *sql.Tx, runID string) (Usage, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT purpose, count(*), count(*) FILTER (WHERE error <> ''),
-		coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0),
-		coalesce(sum(duration_ns), 0)
+		coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), count(*) FILTER (WHERE usage_estimated <> 0),
+		coalesce(sum(cost_usd), 0), coalesce(sum(duration_ns), 0)
 		FROM llm_calls WHERE run_id = ? GROUP BY purpose ORDER BY purpose`, runID)
 	if err != nil {
 		return Usage{}, err
@@ -122,7 +122,7 @@ func llmUsage(ctx context.Context, tx *sql.Tx, runID string) (Usage, error) {
 		var purpose string
 		var t Totals
 		var dur int64
-		if err := rows.Scan(&purpose, &t.Calls, &t.Failed, &t.PromptTokens, &t.CompletionTokens, &t.CostUSD, &dur); err != nil {
+		if err := rows.Scan(&purpose, &t.Calls, &t.Failed, &t.PromptTokens, &t.CompletionTokens, &t.EstimatedCalls, &t.CostUSD, &dur); err != nil {
 			return Usage{}, err
 		}
 		t.Duration = time.Duration(dur)
@@ -134,6 +134,7 @@ func llmUsage(ctx context.Context, tx *sql.Tx, runID string) (Usage, error) {
 		u.Failed += t.Failed
 		u.PromptTokens += t.PromptTokens
 		u.CompletionTokens += t.CompletionTokens
+		u.EstimatedCalls += t.EstimatedCalls
 		u.CostUSD += t.CostUSD
 		u.Duration += t.Duration
 	}

@@ -118,6 +118,11 @@ var migrations = []migration{
 			AS INTEGER) WHERE id GLOB 'r[0-9]*c[0-9]*'`,
 		`CREATE INDEX candidates_by_slot ON candidates (run_id, round, slot)`,
 	}},
+	// Whether a call's token counts were estimated by kagent (the server's
+	// reply carried no usage); rows of earlier versions were reported.
+	{version: 3, statements: []string{
+		`ALTER TABLE llm_calls ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0 CHECK (usage_estimated IN (0, 1))`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

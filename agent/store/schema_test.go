@@ -238,3 +238,34 @@ func TestSlotColumn(t *testing.T) {
 		t.Errorf("an id with a space: %v, want ErrInvalid", err)
 	}
 }
+
+// TestUsageEstimatedColumn: version 3 marks the calls of earlier versions as
+// reported, not estimated.
+func TestUsageEstimatedColumn(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "m.db"))
+	check(t, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	check(t, migrate(ctx, db, migrations[:2], "t1"))
+	_, err = db.Exec(`INSERT INTO runs (id, kernel_dir, input_id, started_at, status) VALUES ('r', '/k', 'input', 't', 'running')`)
+	check(t, err)
+	_, err = db.Exec(`INSERT INTO llm_calls (run_id, purpose, prompt_tokens, completion_tokens, at) VALUES ('r', 'optimize', 10, 5, 't')`)
+	check(t, err)
+	check(t, migrate(ctx, db, migrations, "t2"))
+	u, err := func() (Usage, error) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return Usage{}, err
+		}
+		defer tx.Rollback()
+		return llmUsage(ctx, tx, "r")
+	}()
+	check(t, err)
+	if u.Calls != 1 || u.PromptTokens != 10 || u.EstimatedCalls != 0 {
+		t.Errorf("usage after the migration = %+v", u.Totals)
+	}
+	if _, err := db.Exec(`UPDATE llm_calls SET usage_estimated = 2`); err == nil {
+		t.Error("usage_estimated took 2")
+	}
+}

@@ -78,7 +78,8 @@ func TestRoundTrip(t *testing.T) {
 		{RunID: run.ID, Round: 1, Purpose: "diagnose", Model: "gpt-5", PromptTokens: 1200, CompletionTokens: 300,
 			CostUSD: 0.0125, Duration: 2 * time.Second, Fingerprint: "fp-1", At: time.Date(2026, 1, 29, 11, 0, 1, 0, time.UTC)},
 		{RunID: run.ID, Round: 1, CandidateID: "r1c0", Purpose: "rewrite", Model: "gpt-5", PromptTokens: 3000,
-			CompletionTokens: 2000, CostUSD: 0.05, Duration: 9 * time.Second, Fingerprint: "fp-2", At: time.Date(2026, 1, 29, 11, 0, 2, 0, time.UTC)},
+			CompletionTokens: 2000, UsageEstimated: true, CostUSD: 0.05, Duration: 9 * time.Second, Fingerprint: "fp-2",
+			At: time.Date(2026, 1, 29, 11, 0, 2, 0, time.UTC)},
 		{RunID: run.ID, Round: NoRound, Purpose: "rewrite", Model: "gpt-5", Duration: time.Second,
 			Error: "429 too many requests", At: time.Date(2026, 1, 29, 11, 0, 3, 5, time.UTC)},
 	}
@@ -126,10 +127,12 @@ func TestRoundTrip(t *testing.T) {
 		}
 		u := must[Usage](t)(s.LLMUsage(ctx, run.ID))
 		wantUsage := Usage{
-			Totals: Totals{Calls: 3, Failed: 1, PromptTokens: 4200, CompletionTokens: 2300, CostUSD: 0.0625, Duration: 12 * time.Second},
+			Totals: Totals{Calls: 3, Failed: 1, PromptTokens: 4200, CompletionTokens: 2300, EstimatedCalls: 1, CostUSD: 0.0625,
+				Duration: 12 * time.Second},
 			ByPurpose: map[string]Totals{
 				"diagnose": {Calls: 1, PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.0125, Duration: 2 * time.Second},
-				"rewrite":  {Calls: 2, Failed: 1, PromptTokens: 3000, CompletionTokens: 2000, CostUSD: 0.05, Duration: 10 * time.Second},
+				"rewrite": {Calls: 2, Failed: 1, PromptTokens: 3000, CompletionTokens: 2000, EstimatedCalls: 1, CostUSD: 0.05,
+					Duration: 10 * time.Second},
 			},
 		}
 		if math.Abs(u.CostUSD-wantUsage.CostUSD) > 1e-12 {

@@ -169,13 +169,16 @@ type LLMCall struct {
 	Round int `json:"round"`
 	// CandidateID is the candidate the call was for ("" for none, e.g. a
 	// diagnosis); it need not have been added yet.
-	CandidateID      string        `json:"candidate_id,omitempty"`
-	Purpose          string        `json:"purpose"`
-	Model            string        `json:"model"`
-	PromptTokens     int           `json:"prompt_tokens"`
-	CompletionTokens int           `json:"completion_tokens"`
-	CostUSD          float64       `json:"cost_usd"`
-	Duration         time.Duration `json:"duration_ns"`
+	CandidateID      string `json:"candidate_id,omitempty"`
+	Purpose          string `json:"purpose"`
+	Model            string `json:"model"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	// UsageEstimated: the server reported no usage and kagent estimated
+	// the token counts (and the cost from them).
+	UsageEstimated bool          `json:"usage_estimated,omitempty"`
+	CostUSD        float64       `json:"cost_usd"`
+	Duration       time.Duration `json:"duration_ns"`
 	// Fingerprint identifies the request (the replay key).
 	Fingerprint string    `json:"fingerprint,omitempty"`
 	Error       string    `json:"error,omitempty"`
@@ -184,12 +187,16 @@ type LLMCall struct {
 
 // Totals add up LLM calls.
 type Totals struct {
-	Calls            int           `json:"calls"`
-	Failed           int           `json:"failed"`
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	CostUSD          float64       `json:"cost_usd"`
-	Duration         time.Duration `json:"duration_ns"` // summed; concurrent calls overlap
+	Calls            int   `json:"calls"`
+	Failed           int   `json:"failed"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// EstimatedCalls counts the calls whose token counts kagent estimated
+	// (LLMCall.UsageEstimated): the tokens and dollars are then partly
+	// estimates.
+	EstimatedCalls int           `json:"estimated_calls,omitempty"`
+	CostUSD        float64       `json:"cost_usd"`
+	Duration       time.Duration `json:"duration_ns"` // summed; concurrent calls overlap
 }
 
 // Usage is a run's LLM spend, in total and per purpose.

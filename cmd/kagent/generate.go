@@ -13,6 +13,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/generate"
 	"github.com/kagent-dev/kagent/agent/llm"
+	runreport "github.com/kagent-dev/kagent/agent/report"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/kerneldir"
@@ -183,7 +184,8 @@ func runGenerate(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "kagent: %s (seed %d of %d) passed verification after %d kernel(s)", res.Winner.ID, res.Winner.Seed, len(res.Seeds), res.Kernels())
 	if res.Usage.Calls > 0 {
-		fmt.Fprintf(w, "; llm: %d calls, %d tokens, $%.2f", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens, res.Usage.CostUSD)
+		fmt.Fprintf(w, "; llm: %d calls, %d tokens%s, $%.2f", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens,
+			runreport.EstimatedTag(res.Usage.EstimatedCalls, res.Usage.Calls), res.Usage.CostUSD)
 	}
 	fmt.Fprintf(w, "\nkernel dir: %s\nnext: kagent optimize --kernel-dir %s\n", out, out)
 	return nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent"
 	"github.com/kagent-dev/kagent/agent/llm"
+	runreport "github.com/kagent-dev/kagent/agent/report"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
@@ -294,7 +295,8 @@ func printResult(w io.Writer, res agent.Result) {
 		fmt.Fprintln(w, "acceptance gate: passed (fresh process, new seeds)")
 	}
 	if res.Usage.Calls > 0 {
-		fmt.Fprintf(w, "llm: %d calls, %d tokens, $%.2f\n", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens, res.Usage.CostUSD)
+		fmt.Fprintf(w, "llm: %d calls, %d tokens%s, $%.2f\n", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens,
+			runreport.EstimatedTag(res.Usage.EstimatedCalls, res.Usage.Calls), res.Usage.CostUSD)
 	}
 	if !res.Representative {
 		fmt.Fprintln(w, "note: timings on this platform are not representative of GPU performance")

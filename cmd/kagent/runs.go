@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	runreport "github.com/kagent-dev/kagent/agent/report"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/platform"
 )
@@ -135,7 +136,8 @@ func runsShow(c *cli.Context) error {
 	fmt.Fprintf(w, "best:      %s\n", orDash(d.BestID))
 	fmt.Fprintf(w, "baselines: eager %s, compile %s, input %s\n", timingText(d.Baselines.Eager), timingText(d.Baselines.Compile), timingText(d.Baselines.Input))
 	if usage.Calls > 0 {
-		fmt.Fprintf(w, "llm:       %d calls (%d failed), %d tokens, $%.2f\n", usage.Calls, usage.Failed, usage.PromptTokens+usage.CompletionTokens, usage.CostUSD)
+		fmt.Fprintf(w, "llm:       %d calls (%d failed), %d tokens%s, $%.2f\n", usage.Calls, usage.Failed,
+			usage.PromptTokens+usage.CompletionTokens, runreport.EstimatedTag(usage.EstimatedCalls, usage.Calls), usage.CostUSD)
 	}
 	fmt.Fprintln(w)
 	t := newTable(w)

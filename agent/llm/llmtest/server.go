@@ -8,6 +8,8 @@
 //	srv.On("Diagnose", llmtest.Reply{Text: `{"bottlenecks": [...]}`})
 //	cfg := llm.Config{Provider: "openai", BaseURL: srv.BaseURL(), Model: "fake"}
 //
+// StartMockLLM runs a third-party mock server instead (mockllm.go).
+//
 // It does not import package llm, so llm's own tests can use it.
 package llmtest
 
@@ -39,6 +41,9 @@ type Reply struct {
 	// PromptTokens and CompletionTokens are the reported usage; 0 means
 	// about a token per four bytes.
 	PromptTokens, CompletionTokens int
+	// NoUsage leaves usage out of the reply, as many OpenAI-compatible
+	// servers do.
+	NoUsage bool
 	// FinishReason defaults to "stop".
 	FinishReason string
 	// Delay waits before answering, or until the client gives up.
@@ -274,13 +279,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if fr == "" {
 		fr = "stop"
 	}
-	json.NewEncoder(w).Encode(map[string]any{
+	out := map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1700000000, "model": cr.Model,
 		"choices": []any{map[string]any{
 			"index": 0, "message": map[string]any{"role": "assistant", "content": rep.Text}, "finish_reason": fr,
 		}},
-		"usage": map[string]any{"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
-	})
+	}
+	if !rep.NoUsage {
+		out["usage"] = map[string]any{"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}
+	}
+	json.NewEncoder(w).Encode(out)
 }
 
 func errorType(status int) string {
