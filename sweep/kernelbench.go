@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -25,6 +27,9 @@ import (
 //	                    total_count, total_eval, compiled_count, correct_count,
 //	                    compilation_rate, correctness_rate, geo_mean_speedup,
 //	                    fast_p: {"0.0": ..., "2.0": ...}}
+//
+// Problems are listed by id (1, 2, 10: numbers, not strings), as in
+// results.json and the report.
 //
 // KernelBench's runtime is the mean; kagent's speedups (and fast_p here) use
 // medians, which noise moves less.
@@ -86,8 +91,7 @@ func stats(t *Timing, r ProblemResult) *kbStats {
 // writeKernelBench writes the KernelBench-compatible files into dir.
 func writeKernelBench(dir string, m Manifest, results []ProblemResult) error {
 	v := newView(m, results)
-	evals := map[string][]kbEval{}
-	eagerBase, compileBase := map[string]*kbStats{}, map[string]*kbStats{}
+	var evals, eagerBase, compileBase object // by problem id, as KernelBench's analysis walks them
 	hardware := ""
 	for _, p := range m.Problems {
 		r, ok := v.by[p.ID]
@@ -111,12 +115,12 @@ func writeKernelBench(dir string, m Manifest, results []ProblemResult) error {
 			}
 			e.Metadata[key] = failureReason(r)
 		}
-		evals[strconv.Itoa(p.ID)] = []kbEval{e}
+		evals = append(evals, member{strconv.Itoa(p.ID), []kbEval{e}})
 		if s := stats(r.Eager, r); s != nil {
-			eagerBase[p.File] = s
+			eagerBase = append(eagerBase, member{p.File, s})
 		}
 		if s := stats(r.Compile, r); s != nil {
-			compileBase[p.File] = s
+			compileBase = append(compileBase, member{p.File, s})
 		}
 	}
 	level := fmt.Sprintf("level%d", m.Level)
@@ -148,8 +152,8 @@ func writeKernelBench(dir string, m Manifest, results []ProblemResult) error {
 	}
 	for name, val := range map[string]any{
 		EvalResultsFile:     evals,
-		BaselineEagerFile:   map[string]any{level: eagerBase},
-		BaselineCompileFile: map[string]any{level: compileBase},
+		BaselineEagerFile:   object{{level, eagerBase}},
+		BaselineCompileFile: object{{level, compileBase}},
 		FastPFile:           analysis,
 	} {
 		if err := writeJSON(filepath.Join(dir, name), val); err != nil {
@@ -157,6 +161,40 @@ func writeKernelBench(dir string, m Manifest, results []ProblemResult) error {
 		}
 	}
 	return nil
+}
+
+// object is a JSON object that keeps its members in order. encoding/json
+// writes a map's keys sorted as strings, which puts problem "10" before "2";
+// the KernelBench files list problems by id instead.
+type object []member
+
+type member struct {
+	key string
+	val any
+}
+
+// MarshalJSON implements json.Marshaler. A nil object is {}.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(m.key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(m.val)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // WriteReport writes the report (report.md, fast_p.svg) and the
