@@ -21,7 +21,11 @@ import (
 type Data struct {
 	RunID string
 	// Name is the problem's name (kagent.yaml name, else the dir's base).
-	Name      string
+	Name string
+	// KernelDir is the kernel dir relative to the run dir the report is
+	// written into ("../../.." for the default run dir); reports hold no
+	// absolute path, so an absolute one is shown as its base name. Paths in
+	// reasons and the stop reason are the caller's to make relative.
 	KernelDir string
 	Strategy  string
 	Platform  string

@@ -21,7 +21,7 @@ func Markdown(d Data) ([]byte, error) {
 	var b bytes.Buffer
 	title := d.Name
 	if title == "" {
-		title = d.KernelDir
+		title = d.kernelDir()
 	}
 	fmt.Fprintf(&b, "# kagent report: %s\n\n", oneLine(title))
 	writeSummary(&b, d, der)
@@ -85,7 +85,7 @@ func writeFacts(b *bytes.Buffer, d Data) {
 	b.WriteString("## Run\n\n| | |\n|---|---|\n")
 	row := func(k, v string) { fmt.Fprintf(b, "| %s | %s |\n", k, cell(v)) }
 	row("run", d.RunID)
-	row("kernel dir", d.KernelDir)
+	row("kernel dir", d.kernelDir())
 	row("strategy", d.Strategy)
 	row("platform", d.Platform)
 	row("device", d.Device)
