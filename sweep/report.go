@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,11 +154,14 @@ func (v view) title() string {
 	return "problems " + v.m.Selection
 }
 
+// sourceLine names the problems folder by its base name: the report holds
+// no absolute path, and shards may see the folder at other paths.
 func sourceLine(m Manifest) string {
+	src := filepath.Base(m.Source)
 	if m.Level > 0 {
-		return fmt.Sprintf("%s (level %d)", m.Source, m.Level)
+		return fmt.Sprintf("%s (level %d)", src, m.Level)
 	}
-	return m.Source
+	return src
 }
 
 // outcomes lists one outcome per selected problem (no result: not correct).
