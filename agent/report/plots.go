@@ -1,17 +1,16 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
 	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Series names of the plots (also their legend entries, as prefixes).
@@ -37,11 +36,6 @@ var (
 	colorRoof    = color.NRGBA{A: 0xff}
 )
 
-const (
-	plotWidth  = 7 * vg.Inch
-	plotHeight = 4.5 * vg.Inch
-)
-
 // TimePlot renders the best time per round (a line) with every correct
 // candidate's time (points) and horizontal lines at PyTorch eager,
 // torch.compile and the roofline floor, as SVG.
@@ -58,7 +52,7 @@ func timePlot(d Data) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := plot.New()
+	p := NewPlot()
 	p.Title.Text = "Best time per round: " + d.Name
 	p.X.Label.Text = "round"
 	p.Y.Label.Text = "time per call (ms)"
@@ -108,7 +102,7 @@ func timePlot(d Data) (*plot.Plot, error) {
 		}
 		l.Color, l.Dashes, l.Width = h.col, h.dash, vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %s ms", h.name, fmtMS(h.ms)), l)
+		p.Legend.Add(LegendText(p, fmt.Sprintf("%s %s ms", h.name, fmtMS(h.ms))), l)
 	}
 	if len(cands) > 0 {
 		s, err := plotter.NewScatter(cands)
@@ -161,7 +155,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := plot.New()
+	p := NewPlot()
 	p.Title.Text = "Candidates on the roofline: " + d.GPU.Name
 	p.X.Label.Text = "arithmetic intensity (FLOP/byte)"
 	p.Y.Label.Text = "achieved GFLOP/s"
@@ -227,7 +221,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 		}
 		l.Color, l.Width = colorRoof, vg.Points(2)
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %.0f GB/s", SeriesMemRoof, bw), l)
+		p.Legend.Add(LegendText(p, fmt.Sprintf("%s %.0f GB/s", SeriesMemRoof, bw)), l)
 	}
 	if peak > 0 {
 		start := xlo
@@ -241,7 +235,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 		l.Color, l.Width = colorRoof, vg.Points(2)
 		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %.4g TFLOP/s %s", SeriesComputeRoof, d.GPU.PeakTFLOPS, d.DType), l)
+		p.Legend.Add(LegendText(p, fmt.Sprintf("%s %.4g TFLOP/s %s", SeriesComputeRoof, d.GPU.PeakTFLOPS, d.DType)), l)
 	}
 	for _, s := range []struct {
 		name  string
@@ -273,7 +267,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 				return nil, fmt.Errorf("roofline plot: %w", err)
 			}
 			for i := range lb.TextStyle {
-				lb.TextStyle[i].Font.Size = vg.Points(7)
+				lb.TextStyle[i].Font = font.Font{Typeface: plotTypeface, Variant: plotVariant, Size: vg.Points(7)}
 			}
 			lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2)}
 			p.Add(lb)
@@ -304,23 +298,6 @@ func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
 		ticks = append(ticks, plot.Tick{Value: float64(r), Label: strconv.Itoa(r)})
 	}
 	return ticks
-}
-
-// RenderSVG draws a plot as the SVG every kagent report uses (7 × 4.5 in).
-// gonum/plot panics on some degenerate inputs; RenderSVG returns an error.
-func RenderSVG(p *plot.Plot) (out []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("render plot %q: %v", p.Title.Text, r)
-		}
-	}()
-	c := vgsvg.New(plotWidth, plotHeight)
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("render plot %q: %w", p.Title.Text, err)
-	}
-	return buf.Bytes(), nil
 }
 
 // Interface guards
