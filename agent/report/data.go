@@ -73,6 +73,10 @@ type GPU struct {
 	L2MB       float64
 }
 
+// hasPeaks reports whether the GPU has a roof to draw (the cpu platform
+// has neither).
+func (g GPU) hasPeaks() bool { return g.MemBWGBs > 0 || g.PeakTFLOPS > 0 }
+
 // Stats are the timing statistics of one target.
 type Stats struct {
 	MedianMS float64
@@ -137,8 +141,9 @@ type Candidate struct {
 	// Data.Work); they place the candidate on the roofline.
 	Bytes float64
 	FLOPs float64
-	// RooflineClass is memory, compute or latency; SOL is the speed-of-light
-	// percentage of the binding limit.
+	// RooflineClass is memory, compute or latency, or unknown for a
+	// candidate the profile could not place (shown as n/a); SOL is the
+	// speed-of-light percentage of the binding limit.
 	RooflineClass string
 	SOL           float64
 	LLM           Usage

@@ -5,12 +5,15 @@ import (
 	"image/color"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kagent-dev/kagent/roofline"
 )
 
 // Series names of the plots (also their legend entries, as prefixes).
@@ -150,10 +153,17 @@ func RooflinePlot(d Data) ([]byte, error) {
 	return RenderSVG(p)
 }
 
+// NoRoofline labels the roofline plot of a platform without peak figures
+// (the cpu platform), which has no roofs to draw candidates under.
+const NoRoofline = "no roofline: " + roofline.UnplacedNoPeaks
+
 func rooflinePlot(d Data) (*plot.Plot, error) {
 	der, err := d.derive()
 	if err != nil {
 		return nil, err
+	}
+	if !d.GPU.hasPeaks() {
+		return messagePlot(strings.TrimSuffix("Candidates on the roofline: "+d.GPU.Name, ": "), NoRoofline)
 	}
 	p := NewPlot()
 	p.Title.Text = "Candidates on the roofline: " + d.GPU.Name
@@ -276,6 +286,23 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xlo, xhi, ylo, yhi
+	return p, nil
+}
+
+// messagePlot is a plot with a title and one line of text in place of
+// axes and data.
+func messagePlot(title, msg string) (*plot.Plot, error) {
+	p := NewPlot()
+	p.Title.Text = title
+	p.HideAxes()
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: 0.5, Y: 0.5}}, Labels: []string{msg}})
+	if err != nil {
+		return nil, fmt.Errorf("plot %q: %w", title, err)
+	}
+	lb.TextStyle[0].Font = font.Font{Typeface: plotTypeface, Variant: plotVariant, Size: vg.Points(14)}
+	lb.TextStyle[0].XAlign, lb.TextStyle[0].YAlign = draw.XCenter, draw.YCenter
+	p.Add(lb)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 	return p, nil
 }
 
