@@ -80,7 +80,7 @@ func printProfile(w io.Writer, r profileReport) {
 	t := newTable(w)
 	t.row("METRIC", "VALUE")
 	t.row("time", fmt.Sprintf("%.4f ms", m.TimeMS))
-	t.row("bytes read / written", fmt.Sprintf("%.3f / %.3f GB", m.BytesRead/1e9, m.BytesWrite/1e9))
+	t.row("bytes read / written", byteSize(m.BytesRead)+" / "+byteSize(m.BytesWrite))
 	if rl.AchievedGBs > 0 {
 		t.row("achieved bandwidth", sig3(rl.AchievedGBs)+" GB/s")
 	}
@@ -131,4 +131,16 @@ func sig3(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// byteSize prints a byte count with a decimal prefix and three significant
+// digits ("262 kB", "2.15 GB"), so a small one does not print as 0.000 GB.
+func byteSize(v float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB"}
+	i := 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1000
+		i++
+	}
+	return sig3(v) + " " + units[i]
 }

@@ -20,13 +20,13 @@ func TestPrintProfileNoPeaks(t *testing.T) {
 	var b bytes.Buffer
 	printProfile(&b, rep)
 	out := b.String()
-	for _, want := range []string{"achieved bandwidth    0.00332 GB/s\n", "SOL                   n/a (the platform has no peak figures)\n",
+	for _, want := range []string{"bytes read / written  262 kB / 262 kB\n", "achieved bandwidth    0.00332 GB/s\n", "SOL                   n/a (the platform has no peak figures)\n",
 		"class                 n/a (the platform has no peak figures)\n", "headroom              n/a (the platform has no peak figures)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("profile output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, bad := range []string{"0.0%", "100.0%", " 0 GB/s", "latency", "at roofline"} {
+	for _, bad := range []string{"0.0%", "100.0%", " 0 GB/s", "0.000", "latency", "at roofline"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("profile output holds %q:\n%s", bad, out)
 		}
@@ -42,7 +42,7 @@ func TestPrintProfileNoPeaks(t *testing.T) {
 	rep.Metrics = m
 	b.Reset()
 	printProfile(&b, rep)
-	for _, want := range []string{"achieved bandwidth    3600 GB/s\n", "memory SOL            75.0%\n", "class                 memory\n", "headroom              25.0%\n"} {
+	for _, want := range []string{"bytes read / written  2.4 GB / 1.2 GB\n", "achieved bandwidth    3600 GB/s\n", "memory SOL            75.0%\n", "class                 memory\n", "headroom              25.0%\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("profile output on a GPU lacks %q:\n%s", want, b.String())
 		}
