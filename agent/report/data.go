@@ -3,7 +3,9 @@
 // their reasons), report.json (the same facts under stable field names, see
 // json.go) and two SVG plots: the best time per round against PyTorch
 // eager, torch.compile and the roofline floor, and every candidate on the
-// GPU's roofline.
+// GPU's roofline (a platform without peak figures, the cpu platform, gets
+// a plot that says there is no roofline). Reports hold no absolute paths,
+// and the plots name their font with fallbacks ending in a generic family.
 //
 // The loop fills a Data from its store and calls Write; every derived number
 // (speedups, fractions of the floor, best per round) is computed here, from
