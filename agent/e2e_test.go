@@ -92,6 +92,12 @@ func TestBeamFourKinds(t *testing.T) {
 			t.Errorf("run dir lacks %s", f)
 		}
 	}
+	for _, f := range []string{"report.md", "report.json"} { // no absolute path
+		b, err := os.ReadFile(filepath.Join(res.RunDir, f))
+		if err != nil || strings.Contains(string(b), e.dir) || strings.Contains(string(b), e.runDir) {
+			t.Errorf("%s holds the kernel dir's or the run dir's absolute path (or: %v)", f, err)
+		}
+	}
 	if b, err := os.ReadFile(filepath.Join(e.dir, "optimized_kernel_beam_search.py")); err != nil || string(b) != fast.Source {
 		t.Errorf("optimized_kernel_beam_search.py: %v", err)
 	}

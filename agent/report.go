@@ -7,6 +7,7 @@ import (
 
 	"github.com/kagent-dev/kagent/agent/report"
 	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/internal/relpath"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/roofline"
 )
@@ -46,11 +47,12 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 	if tf32 == "" {
 		tf32 = "forbid"
 	}
+	rel := relative(l.art.dir, l.in.Task.Dir)
 	d := report.Data{
-		RunID: l.runID, Name: l.in.Task.Name, KernelDir: l.in.Task.Dir, Strategy: l.cfg.Strategy,
+		RunID: l.runID, Name: l.in.Task.Name, KernelDir: relpath.Rel(l.art.dir, l.in.Task.Dir), Strategy: l.cfg.Strategy,
 		Platform: l.in.Platform.Name(), Device: l.device, Isolation: l.isolation, TF32: tf32, Representative: res.Representative,
 		Size:      l.in.Task.Options.SizeLabel(),
-		StartedAt: detail.StartedAt, FinishedAt: detail.FinishedAt, BestID: res.Best.ID, StopReason: res.StopReason,
+		StartedAt: detail.StartedAt, FinishedAt: detail.FinishedAt, BestID: res.Best.ID, StopReason: rel(res.StopReason),
 		LLM: report.Usage{Calls: res.Usage.Calls, PromptTokens: res.Usage.PromptTokens,
 			CompletionTokens: res.Usage.CompletionTokens, EstimatedCalls: res.Usage.EstimatedCalls, CostUSD: res.Usage.CostUSD},
 	}
@@ -81,15 +83,15 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 	d.Baselines.Input = stats(&res.Input.Timing)
 	for _, c := range detail.Candidates {
 		rc := report.Candidate{ID: c.ID, Round: c.Round, Parent: c.ParentID, Bottleneck: c.Bottleneck,
-			Direction: c.Direction, Status: string(c.Status), Time: stats(c.Timing), LLM: byCand[c.ID]}
+			Direction: rel(c.Direction), Status: string(c.Status), Time: stats(c.Timing), LLM: byCand[c.ID]}
 		if label, ok := strings.CutPrefix(c.Direction, "tune: "); ok {
 			rc.Label = label
 		}
 		if c.Verdict != nil && !c.Verdict.Passed {
-			rc.Failure, rc.Reason = c.Verdict.Failure, c.Verdict.Reason
+			rc.Failure, rc.Reason = c.Verdict.Failure, rel(c.Verdict.Reason)
 		}
 		if c.Status == store.StatusFailed {
-			rc.Reason = c.Error
+			rc.Reason = rel(c.Error)
 		}
 		if c.Metrics != nil {
 			rc.Bytes, rc.FLOPs = c.Metrics.BytesRead+c.Metrics.BytesWrite, c.Metrics.FLOPs
@@ -106,6 +108,14 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 		d.Notes = append(d.Notes, "the best kernel passed the acceptance gate (a fresh process, new seeds)")
 	}
 	return d, nil
+}
+
+// relative rewrites the paths in a report's text: those under the run dir
+// relative to it, the others under the kernel dir relative to that, so that
+// a report holds no absolute path.
+func relative(runDir, kernelDir string) func(string) string {
+	roots := []relpath.Root{{Dir: runDir}, {Dir: kernelDir}}
+	return func(s string) string { return relpath.Text(s, roots...) }
 }
 
 func stats(t *platform.Timing) report.Stats {

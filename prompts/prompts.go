@@ -451,8 +451,11 @@ func timesView(t Timings) map[string]string {
 	return v
 }
 
+// rooflineView is nil for a kernel the roofline did not place (no peak
+// figures, as on the cpu platform, or nothing measured): the prompts then
+// leave the roofline out rather than show 0% SOL.
 func rooflineView(r roofline.Result) map[string]any {
-	if r.Class == "" && r.SOL == 0 && r.ComputeSOL == 0 && r.MemorySOL == 0 {
+	if !r.Placed() {
 		return nil
 	}
 	return map[string]any{

@@ -76,6 +76,11 @@ func (a Analyzer) Analyze(m Metrics, s Specs) Result { return Analyze(m, s, a.Co
 // achieved FLOP/s against the peak for the data type. The class is latency
 // when both SOLs are under the under-utilisation threshold, else memory or
 // compute, whichever is higher. Headroom is 100 - SOL (not below 0).
+//
+// A kernel that cannot be placed (nothing measured, or no peak bandwidth
+// and no peak rate for what was measured, as on the cpu platform) gets
+// class unknown with Unplaced saying why, and no SOL or headroom: zero
+// percent of an unknown peak would read as "far from the roofline".
 func Analyze(m Metrics, s Specs, cfg Config) Result {
 	cfg = cfg.withDefaults(m.Source)
 	r := Result{Source: m.Source}
@@ -102,12 +107,15 @@ func Analyze(m Metrics, s Specs, cfg Config) Result {
 	}
 	r.TensorCores = m.TensorPipePct > cfg.TensorCorePct
 
+	placed := true // some SOL was computed against a known peak
 	switch {
 	case m.ComputeSOL > 0 || m.MemorySOL > 0:
 		r.ComputeSOL, r.MemorySOL = m.ComputeSOL, m.MemorySOL
 	case secs > 0 && (bytes > 0 || m.FLOPs > 0):
-		if s.MemBWGBs > 0 {
+		placed = false
+		if s.MemBWGBs > 0 && bytes > 0 {
 			r.MemorySOL = 100 * r.AchievedGBs / s.MemBWGBs
+			placed = true
 		} else if bytes > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("no peak bandwidth for %s: memory SOL not computed", s.Name))
 		}
@@ -123,6 +131,7 @@ func Analyze(m Metrics, s Specs, cfg Config) Result {
 					r.Warnings = append(r.Warnings, fmt.Sprintf("%s has no %s rate: compute SOL against its %s peak", s.Name, dtype, used))
 				}
 				r.ComputeSOL = 100 * r.AchievedTFLOPS / peak
+				placed = true
 			}
 		}
 		if r.MemorySOL > 100 {
@@ -135,9 +144,12 @@ func Analyze(m Metrics, s Specs, cfg Config) Result {
 				"achieved %.1f TFLOP/s exceeds the %s peak: the FLOP count or the dtype is wrong", r.AchievedTFLOPS, dtype))
 		}
 	default:
-		r.Class = ClassUnknown
-		r.Headroom = 100
+		r.Class, r.Unplaced = ClassUnknown, UnplacedNothingMeasured
 		r.Warnings = append(r.Warnings, "no SOL metrics and no time with bytes or FLOPs: nothing to place on the roofline")
+		return r
+	}
+	if !placed {
+		r.Class, r.Unplaced = ClassUnknown, UnplacedNoPeaks
 		return r
 	}
 

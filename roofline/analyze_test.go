@@ -139,8 +139,25 @@ func TestAnalyze(t *testing.T) {
 			name:     "nothing measured",
 			m:        Metrics{Source: "ncu"},
 			s:        h200,
-			want:     Result{Source: "ncu", Class: ClassUnknown, Headroom: 100},
+			want:     Result{Source: "ncu", Class: ClassUnknown, Unplaced: UnplacedNothingMeasured},
 			warnings: []string{"nothing to place on the roofline"},
+		},
+		{
+			// The cpu platform: a time and bytes, no peaks. No SOL, class
+			// or headroom (not 0% SOL, latency, 100% headroom).
+			name:     "no peak figures",
+			m:        Metrics{Source: "synthetic", TimeMS: 158, BytesRead: 262144, BytesWrite: 262144, FLOPs: 1e6},
+			s:        Specs{Name: "cpu"},
+			want:     Result{Source: "synthetic", Class: ClassUnknown, Unplaced: UnplacedNoPeaks, AchievedGBs: 0.0033181, AchievedTFLOPS: 6.3291e-6},
+			warnings: []string{"no peak bandwidth for cpu", "no fp32 peak for cpu"},
+		},
+		{
+			name: "a peak rate without a peak bandwidth places by compute",
+			m:    Metrics{Source: "synthetic", TimeMS: 1, BytesRead: 1e6, FLOPs: 10e9},
+			s:    Specs{Name: "x", FP32TFLOPS: 20},
+			want: Result{Source: "synthetic", ComputeSOL: 50, SOL: 50, Class: ClassCompute, Headroom: 50, AchievedGBs: 1,
+				AchievedTFLOPS: 10, FloorMS: 0.5, FloorFraction: 0.5},
+			warnings: []string{"no peak bandwidth for x"},
 		},
 	}
 	opts := cmp.Options{
@@ -265,5 +282,21 @@ func TestCheckPhysical(t *testing.T) {
 				t.Errorf("%v is not ErrPhysicallyImpossible", err)
 			}
 		})
+	}
+}
+
+func TestPlaced(t *testing.T) {
+	for _, tc := range []struct {
+		r    Result
+		want bool
+	}{
+		{Result{}, false},
+		{Result{Class: ClassUnknown, Unplaced: UnplacedNoPeaks}, false},
+		{Result{Class: ClassLatency, SOL: 4}, true},
+		{Result{Class: ClassMemory, SOL: 90, Headroom: 10}, true},
+	} {
+		if got := tc.r.Placed(); got != tc.want {
+			t.Errorf("%+v: Placed() = %v, want %v", tc.r, got, tc.want)
+		}
 	}
 }

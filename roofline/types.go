@@ -71,6 +71,12 @@ const (
 	ClassUnknown Class = "unknown" // nothing measured to classify
 )
 
+// Why a kernel could not be placed on the roofline (Result.Unplaced).
+const (
+	UnplacedNothingMeasured = "nothing was measured to place on the roofline"
+	UnplacedNoPeaks         = "the platform has no peak figures"
+)
+
 // Result places one kernel on the roofline.
 type Result struct {
 	ComputeSOL float64 `json:"compute_sol_pct"`
@@ -82,6 +88,10 @@ type Result struct {
 	AtRoofline bool     `json:"at_roofline"`
 	Source     string   `json:"source"`
 	Warnings   []string `json:"warnings,omitempty"`
+	// Unplaced says why the kernel could not be placed (UnplacedNoPeaks,
+	// UnplacedNothingMeasured); Class is then unknown, and the SOLs,
+	// Headroom and AtRoofline are zero and mean nothing (see Placed).
+	Unplaced string `json:"unplaced,omitempty"`
 	// AchievedGBs and AchievedTFLOPS are bytes and FLOPs over time, when both
 	// were measured or counted.
 	AchievedGBs    float64 `json:"achieved_gbs,omitempty"`
@@ -93,3 +103,8 @@ type Result struct {
 	// TensorCores is set when the profiler saw the tensor pipe in use.
 	TensorCores bool `json:"tensor_cores,omitempty"`
 }
+
+// Placed reports whether r placed the kernel on the roofline: whether its
+// SOLs, headroom and class say anything. Reports show "n/a" for them
+// otherwise.
+func (r Result) Placed() bool { return r.Class != "" && r.Class != ClassUnknown }

@@ -76,7 +76,9 @@
 // failed, or the first kernel was rejected) or error (not the kernel's fault:
 // a worker, the disk, an LLM outage). Done and failed are final; an error is
 // run again by the next sweep. Its speedups are baseline median / kernel
-// median.
+// median. Paths in its messages are relative to the sweep dir, or start at
+// the problems folder's name ("level1/19_ReLU.py"): no file a sweep writes
+// for people holds an absolute path.
 //
 // # Resuming
 //

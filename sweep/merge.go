@@ -208,6 +208,13 @@ type StatusReport struct {
 	Problems      []ProblemStatus `json:"problems"`
 	// Counts per state.
 	Counts map[string]int `json:"counts"`
+	// Complete: results.json gives every problem a final result and no
+	// shard file holds a result it lacks, so the report covers the sweep.
+	Complete bool `json:"complete"`
+	// Unmerged lists the shard files holding results that results.json
+	// lacks (a problem it has no result for, or a better one; see Merge):
+	// `kagent sweep merge` has something to combine.
+	Unmerged []string `json:"unmerged,omitempty"`
 }
 
 // ReadStatus reads where a sweep stands: each results file (per shard) and
@@ -247,6 +254,12 @@ func ReadStatus(dir string) (StatusReport, error) {
 	for _, r := range union(sets...) {
 		by[r.ID] = r
 	}
+	rep.Unmerged = unmerged(files)
+	for _, f := range files {
+		if f.shard == nil {
+			rep.Complete = len(rep.Unmerged) == 0 && complete(m.ids(), f.Results.Results)
+		}
+	}
 	for _, p := range m.Problems {
 		ps := ProblemStatus{Problem: p, State: "pending"}
 		st, haveState := readState(abs, p)
@@ -263,6 +276,32 @@ func ReadStatus(dir string) (StatusReport, error) {
 		rep.Problems = append(rep.Problems, ps)
 	}
 	return rep, nil
+}
+
+// unmerged lists the shard files with a result that results.json (the
+// first of files, when there is one) lacks or that would replace its own.
+func unmerged(files []resultFile) []string {
+	merged := map[int]ProblemResult{}
+	for _, f := range files {
+		if f.shard == nil {
+			for _, r := range f.Results.Results {
+				merged[r.ID] = r
+			}
+		}
+	}
+	var out []string
+	for _, f := range files {
+		if f.shard == nil {
+			continue
+		}
+		for _, r := range f.Results.Results {
+			if have, ok := merged[r.ID]; !ok || better(r, have) {
+				out = append(out, f.name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // statusMessage is one line about a result.

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -36,7 +35,7 @@ const (
 // baseline). Like the report it depends only on the manifest and results.
 func Plot(m Manifest, results []ProblemResult) ([]byte, error) {
 	v := newView(m, results)
-	p := plot.New()
+	p := report.NewPlot()
 	p.Title.Text = "fast_p: " + v.title()
 	p.X.Label.Text = "speedup threshold p"
 	p.Y.Label.Text = "fraction of problems correct and faster than p"
@@ -99,7 +98,7 @@ func Plot(m Manifest, results []ProblemResult) ([]byte, error) {
 		if n > 0 {
 			label = fmt.Sprintf("%s (geomean %.2fx over %d)", s.name, g, n)
 		}
-		p.Legend.Add(label, l, sc)
+		p.Legend.Add(report.LegendText(p, label), l, sc)
 	}
 	p.X.Min, p.X.Max = 0, hi
 	p.Y.Min, p.Y.Max = 0, 1.3 // room for the legend above the curves

@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,10 @@ func Markdown(m Manifest, results []ProblemResult, now time.Time) []byte {
 	w("## fast_p\n\n")
 	w("fast_p is the fraction of the %d selected problems whose final kernel is correct and faster than the baseline by more than p "+
 		"(KernelBench's metric; speedup = baseline median time / kernel median time; a problem without a result or a baseline counts as not fast).\n\n", len(m.Problems))
+	w("Every time here is the %s of the timed calls, and so are those of the KernelBench files: `runtime` in %s and `mean` in %s and %s "+
+		"(the fields KernelBench's benchmark_eval_analysis.py divides; the arithmetic mean is `arithmetic_mean`), so that script, given these baseline files, "+
+		"computes the fast_p above. KernelBench's own baseline files hold means: against them, speedups divide a mean by a median.\n\n",
+		timeStatistic, EvalResultsFile, BaselineEagerFile, BaselineCompileFile)
 	w("| p | vs PyTorch eager | vs torch.compile |\n|--:|--:|--:|\n")
 	eager, compile := v.outcomes(false), v.outcomes(true)
 	for _, p := range Ps {
@@ -151,11 +156,14 @@ func (v view) title() string {
 	return "problems " + v.m.Selection
 }
 
+// sourceLine names the problems folder by its base name: the report holds
+// no absolute path, and shards may see the folder at other paths.
 func sourceLine(m Manifest) string {
+	src := filepath.Base(m.Source)
 	if m.Level > 0 {
-		return fmt.Sprintf("%s (level %d)", m.Source, m.Level)
+		return fmt.Sprintf("%s (level %d)", src, m.Level)
 	}
-	return m.Source
+	return src
 }
 
 // outcomes lists one outcome per selected problem (no result: not correct).

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,3 +97,35 @@ func writeTestFile(t testing.TB, dir, name string) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestPlotFontsAndTitle: fast_p.svg names its font with fallbacks ending in
+// sans-serif, and a title too long for the drawing is clipped with "…"
+// instead of running off its left and right edges.
+func TestPlotFontsAndTitle(t *testing.T) {
+	m := goldenManifest(t)
+	var ids []string
+	for id := 1; id < 400; id += 2 {
+		ids = append(ids, itoa(id))
+	}
+	m.Selection = strings.Join(ids, ",")
+	svg, err := Plot(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := regexp.MustCompile(`font-family:([^;]*);`).FindAllStringSubmatch(string(svg), -1)
+	if len(families) == 0 {
+		t.Fatal("no font-family in fast_p.svg")
+	}
+	for _, f := range families {
+		if f[1] != "'Liberation Sans', Arimo, Arial, Helvetica, sans-serif" {
+			t.Errorf("font-family %q, want Liberation Sans with fallbacks ending in sans-serif", f[1])
+		}
+	}
+	title := regexp.MustCompile(`<text x="([-0-9.]+)"[^>]*>(fast_p: [^<]*)</text>`).FindStringSubmatch(string(svg))
+	if title == nil {
+		t.Fatalf("no title in fast_p.svg:\n%s", svg)
+	}
+	if x, _ := strconv.ParseFloat(title[1], 64); x < 0 || !strings.HasSuffix(title[2], "…") {
+		t.Errorf("title %q at x %s: want it clipped with … and starting inside the drawing", title[2], title[1])
+	}
+}

@@ -224,6 +224,13 @@ func (m Manifest) Compatible(o Manifest) error {
 	return nil
 }
 
+// sortProblems puts the problems in id order (numeric: 2 before 10), the
+// order every file and table of a sweep lists them in. FindProblems already
+// returns them so; a manifest read from disk is sorted again.
+func (m *Manifest) sortProblems() {
+	slices.SortFunc(m.Problems, func(a, b Problem) int { return a.ID - b.ID })
+}
+
 // ids lists the manifest's problem ids.
 func (m Manifest) ids() []int { return problemIDs(m.Problems) }
 
@@ -273,6 +280,9 @@ func ReadResults(path string) (Results, error) {
 	if r.Format != FormatResults {
 		return Results{}, fmt.Errorf("read results %s: %w: format %q, want %q", filepath.Base(path), ErrFormat, r.Format, FormatResults)
 	}
+	r.Sweep.sortProblems()
+	slices.Sort(r.Problems)
+	slices.SortFunc(r.Results, func(a, b ProblemResult) int { return a.ID - b.ID })
 	return r, nil
 }
 
@@ -292,6 +302,7 @@ func readManifest(dir string) (Manifest, bool, error) {
 	if m.Format != FormatManifest {
 		return Manifest{}, false, fmt.Errorf("read sweep manifest: %w: format %q, want %q", ErrFormat, m.Format, FormatManifest)
 	}
+	m.sortProblems()
 	return m, true, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-dev/kagent/internal/relpath"
 )
 
 // Runner runs one problem of a sweep to its result. The sweep calls it from
@@ -346,6 +347,7 @@ func (s *sweep) one(ctx context.Context, p Problem, slot string) error {
 		res = ProblemResult{Status: StatusError, Error: oneLine(err.Error())}
 	}
 	end := s.o.Now()
+	s.relativePaths(p, &res)
 	res.ID, res.Name, res.File, res.Level, res.Shard, res.FinishedAt = p.ID, p.Name, p.File, s.m.Level, s.shard, end.UTC()
 	if res.WallSeconds == 0 {
 		res.WallSeconds = end.Sub(start).Seconds()
@@ -357,6 +359,25 @@ func (s *sweep) one(ctx context.Context, p Problem, slot string) error {
 	s.setState(p, string(res.Status), oneLine(res.Error), end)
 	s.progress(res)
 	return nil
+}
+
+// relativePaths rewrites the paths in a result's messages: those under the
+// sweep dir relative to it, problem files as "levelL/<file>", so that
+// results and reports hold no absolute path (and a shard's read the same
+// wherever it ran).
+func (s *sweep) relativePaths(p Problem, r *ProblemResult) {
+	roots := []relpath.Root{{Dir: s.dir}}
+	if p.Path != "" {
+		folder := filepath.Dir(p.Path)
+		roots = append(roots, relpath.Root{Dir: folder, As: filepath.Base(folder)})
+	}
+	r.Error = relpath.Text(r.Error, roots...)
+	r.StopReason = relpath.Text(r.StopReason, roots...)
+	if g := r.Generation; g != nil {
+		for i, f := range g.Failures {
+			g.Failures[i] = relpath.Text(f, roots...)
+		}
+	}
 }
 
 // record writes a result to the store, the problem's result.json and the

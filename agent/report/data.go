@@ -3,7 +3,9 @@
 // their reasons), report.json (the same facts under stable field names, see
 // json.go) and two SVG plots: the best time per round against PyTorch
 // eager, torch.compile and the roofline floor, and every candidate on the
-// GPU's roofline.
+// GPU's roofline (a platform without peak figures, the cpu platform, gets
+// a plot that says there is no roofline). Reports hold no absolute paths,
+// and the plots name their font with fallbacks ending in a generic family.
 //
 // The loop fills a Data from its store and calls Write; every derived number
 // (speedups, fractions of the floor, best per round) is computed here, from
@@ -22,7 +24,11 @@ import (
 type Data struct {
 	RunID string
 	// Name is the problem's name (kagent.yaml name, else the dir's base).
-	Name      string
+	Name string
+	// KernelDir is the kernel dir relative to the run dir the report is
+	// written into ("../../.." for the default run dir); reports hold no
+	// absolute path, so an absolute one is shown as its base name. Paths in
+	// reasons and the stop reason are the caller's to make relative.
 	KernelDir string
 	Strategy  string
 	Platform  string
@@ -69,6 +75,10 @@ type GPU struct {
 	MemGB      float64
 	L2MB       float64
 }
+
+// hasPeaks reports whether the GPU has a roof to draw (the cpu platform
+// has neither).
+func (g GPU) hasPeaks() bool { return g.MemBWGBs > 0 || g.PeakTFLOPS > 0 }
 
 // Stats are the timing statistics of one target.
 type Stats struct {
@@ -134,8 +144,9 @@ type Candidate struct {
 	// Data.Work); they place the candidate on the roofline.
 	Bytes float64
 	FLOPs float64
-	// RooflineClass is memory, compute or latency; SOL is the speed-of-light
-	// percentage of the binding limit.
+	// RooflineClass is memory, compute or latency, or unknown for a
+	// candidate the profile could not place (shown as n/a); SOL is the
+	// speed-of-light percentage of the binding limit.
 	RooflineClass string
 	SOL           float64
 	LLM           Usage

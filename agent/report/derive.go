@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 )
 
 // derived holds the numbers every output shows, computed once from Data.
@@ -72,6 +73,14 @@ func (d Data) derive() (derived, error) {
 		out.rounds = append(out.rounds, row)
 	}
 	return out, nil
+}
+
+// kernelDir is KernelDir as the report shows it: relative, or the base name.
+func (d Data) kernelDir() string {
+	if filepath.IsAbs(d.KernelDir) {
+		return filepath.Base(d.KernelDir)
+	}
+	return d.KernelDir
 }
 
 // ratio is a/b, or 0 when either is not a positive finite number.

@@ -185,6 +185,7 @@ func timestamp(t time.Time) *string {
 //
 //	schema                     "kagent.report/v1"
 //	run_id, name, kernel_dir, strategy, platform, device, dtype, tf32
+//	                           (kernel_dir is relative to the run dir, or a base name)
 //	representative             false: the times say nothing about GPU speed
 //	started_at, finished_at    RFC 3339, UTC, or null
 //	gpu                        {name, units, mem_bw_gbs, peak_tflops, mem_gb, l2_mb}
@@ -214,7 +215,7 @@ func JSON(d Data) ([]byte, error) {
 		return nil, err
 	}
 	r := jsonReport{
-		Schema: Schema, RunID: d.RunID, Name: d.Name, KernelDir: d.KernelDir, Strategy: d.Strategy,
+		Schema: Schema, RunID: d.RunID, Name: d.Name, KernelDir: d.kernelDir(), Strategy: d.Strategy,
 		Platform: d.Platform, Device: d.Device, Isolation: d.Isolation, DType: d.DType, Size: d.Size, TF32: d.TF32,
 		Representative: d.Representative,
 		StartedAt:      timestamp(d.StartedAt), FinishedAt: timestamp(d.FinishedAt),

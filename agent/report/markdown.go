@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kagent-dev/kagent/internal/termtext"
+	"github.com/kagent-dev/kagent/roofline"
 )
 
 // Markdown renders report.md: the summary first (best time, speedups over
@@ -21,7 +22,7 @@ func Markdown(d Data) ([]byte, error) {
 	var b bytes.Buffer
 	title := d.Name
 	if title == "" {
-		title = d.KernelDir
+		title = d.kernelDir()
 	}
 	fmt.Fprintf(&b, "# kagent report: %s\n\n", oneLine(title))
 	writeSummary(&b, d, der)
@@ -30,7 +31,11 @@ func Markdown(d Data) ([]byte, error) {
 	writeRounds(&b, d, der)
 	writeCandidates(&b, d, der)
 	writeRejected(&b, d)
-	fmt.Fprintf(&b, "## Plots\n\n![best time per round](%s)\n\n![candidates on the roofline](%s)\n", FileTimePlot, FileRooflinePlot)
+	roof := "candidates on the roofline"
+	if !d.GPU.hasPeaks() {
+		roof = NoRoofline
+	}
+	fmt.Fprintf(&b, "## Plots\n\n![best time per round](%s)\n\n![%s](%s)\n", FileTimePlot, roof, FileRooflinePlot)
 	return b.Bytes(), nil
 }
 
@@ -70,6 +75,8 @@ func writeSummary(b *bytes.Buffer, d Data, der derived) {
 		}
 		if f := d.floorFraction(ms); f > 0 {
 			fmt.Fprintf(b, "- **%s of the roofline floor** (%s ms: no correct kernel can be faster)\n", fmtPct(100*f), fmtMS(d.Work.FloorMS))
+		} else if !d.GPU.hasPeaks() {
+			b.WriteString("- roofline floor: n/a (" + roofline.UnplacedNoPeaks + ")\n")
 		} else {
 			b.WriteString("- roofline floor: n/a\n")
 		}
@@ -85,7 +92,7 @@ func writeFacts(b *bytes.Buffer, d Data) {
 	b.WriteString("## Run\n\n| | |\n|---|---|\n")
 	row := func(k, v string) { fmt.Fprintf(b, "| %s | %s |\n", k, cell(v)) }
 	row("run", d.RunID)
-	row("kernel dir", d.KernelDir)
+	row("kernel dir", d.kernelDir())
 	row("strategy", d.Strategy)
 	row("platform", d.Platform)
 	row("device", d.Device)
@@ -212,7 +219,11 @@ func writeCandidates(b *bytes.Buffer, d Data, der derived) {
 			ms, e, cm, in, fl = fmtMS(t), fmtX(se), fmtX(sc), fmtX(si), fmtPct(100*d.floorFraction(t))
 		}
 		roof := ""
-		if c.RooflineClass != "" {
+		switch c.RooflineClass {
+		case "":
+		case string(roofline.ClassUnknown):
+			roof = "n/a"
+		default:
 			roof = c.RooflineClass
 			if c.SOL > 0 {
 				roof += fmt.Sprintf(", SOL %s", fmtPct(c.SOL))

@@ -1,17 +1,19 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/kagent-dev/kagent/roofline"
 )
 
 // Series names of the plots (also their legend entries, as prefixes).
@@ -37,11 +39,6 @@ var (
 	colorRoof    = color.NRGBA{A: 0xff}
 )
 
-const (
-	plotWidth  = 7 * vg.Inch
-	plotHeight = 4.5 * vg.Inch
-)
-
 // TimePlot renders the best time per round (a line) with every correct
 // candidate's time (points) and horizontal lines at PyTorch eager,
 // torch.compile and the roofline floor, as SVG.
@@ -58,7 +55,7 @@ func timePlot(d Data) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := plot.New()
+	p := NewPlot()
 	p.Title.Text = "Best time per round: " + d.Name
 	p.X.Label.Text = "round"
 	p.Y.Label.Text = "time per call (ms)"
@@ -108,7 +105,7 @@ func timePlot(d Data) (*plot.Plot, error) {
 		}
 		l.Color, l.Dashes, l.Width = h.col, h.dash, vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %s ms", h.name, fmtMS(h.ms)), l)
+		p.Legend.Add(LegendText(p, fmt.Sprintf("%s %s ms", h.name, fmtMS(h.ms))), l)
 	}
 	if len(cands) > 0 {
 		s, err := plotter.NewScatter(cands)
@@ -156,12 +153,19 @@ func RooflinePlot(d Data) ([]byte, error) {
 	return RenderSVG(p)
 }
 
+// NoRoofline labels the roofline plot of a platform without peak figures
+// (the cpu platform), which has no roofs to draw candidates under.
+const NoRoofline = "no roofline: " + roofline.UnplacedNoPeaks
+
 func rooflinePlot(d Data) (*plot.Plot, error) {
 	der, err := d.derive()
 	if err != nil {
 		return nil, err
 	}
-	p := plot.New()
+	if !d.GPU.hasPeaks() {
+		return messagePlot(strings.TrimSuffix("Candidates on the roofline: "+d.GPU.Name, ": "), NoRoofline)
+	}
+	p := NewPlot()
 	p.Title.Text = "Candidates on the roofline: " + d.GPU.Name
 	p.X.Label.Text = "arithmetic intensity (FLOP/byte)"
 	p.Y.Label.Text = "achieved GFLOP/s"
@@ -227,7 +231,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 		}
 		l.Color, l.Width = colorRoof, vg.Points(2)
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %.0f GB/s", SeriesMemRoof, bw), l)
+		p.Legend.Add(LegendText(p, fmt.Sprintf("%s %.0f GB/s", SeriesMemRoof, bw)), l)
 	}
 	if peak > 0 {
 		start := xlo
@@ -241,7 +245,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 		l.Color, l.Width = colorRoof, vg.Points(2)
 		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %.4g TFLOP/s %s", SeriesComputeRoof, d.GPU.PeakTFLOPS, d.DType), l)
+		p.Legend.Add(LegendText(p, fmt.Sprintf("%s %.4g TFLOP/s %s", SeriesComputeRoof, d.GPU.PeakTFLOPS, d.DType)), l)
 	}
 	for _, s := range []struct {
 		name  string
@@ -273,7 +277,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 				return nil, fmt.Errorf("roofline plot: %w", err)
 			}
 			for i := range lb.TextStyle {
-				lb.TextStyle[i].Font.Size = vg.Points(7)
+				lb.TextStyle[i].Font = font.Font{Typeface: plotTypeface, Variant: plotVariant, Size: vg.Points(7)}
 			}
 			lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2)}
 			p.Add(lb)
@@ -282,6 +286,23 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xlo, xhi, ylo, yhi
+	return p, nil
+}
+
+// messagePlot is a plot with a title and one line of text in place of
+// axes and data.
+func messagePlot(title, msg string) (*plot.Plot, error) {
+	p := NewPlot()
+	p.Title.Text = title
+	p.HideAxes()
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: 0.5, Y: 0.5}}, Labels: []string{msg}})
+	if err != nil {
+		return nil, fmt.Errorf("plot %q: %w", title, err)
+	}
+	lb.TextStyle[0].Font = font.Font{Typeface: plotTypeface, Variant: plotVariant, Size: vg.Points(14)}
+	lb.TextStyle[0].XAlign, lb.TextStyle[0].YAlign = draw.XCenter, draw.YCenter
+	p.Add(lb)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 	return p, nil
 }
 
@@ -304,23 +325,6 @@ func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
 		ticks = append(ticks, plot.Tick{Value: float64(r), Label: strconv.Itoa(r)})
 	}
 	return ticks
-}
-
-// RenderSVG draws a plot as the SVG every kagent report uses (7 × 4.5 in).
-// gonum/plot panics on some degenerate inputs; RenderSVG returns an error.
-func RenderSVG(p *plot.Plot) (out []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("render plot %q: %v", p.Title.Text, r)
-		}
-	}()
-	c := vgsvg.New(plotWidth, plotHeight)
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("render plot %q: %w", p.Title.Text, err)
-	}
-	return buf.Bytes(), nil
 }
 
 // Interface guards

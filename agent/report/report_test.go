@@ -81,7 +81,8 @@ func cpuTune() Data {
 		Work: Work{Bytes: 8e6, FLOPs: 5e6},
 		Candidates: []Candidate{
 			{ID: "input", Status: "timed", Time: Stats{MedianMS: 2.5, N: 20}},
-			{ID: "t1", Round: 1, Parent: "input", Label: "BLOCK=2048", Status: "timed", Time: Stats{MedianMS: 2.1, CV: math.NaN(), N: 20}},
+			{ID: "t1", Round: 1, Parent: "input", Label: "BLOCK=2048", Status: "profiled", Time: Stats{MedianMS: 2.1, CV: math.NaN(), N: 20},
+				RooflineClass: "unknown"}, // no peaks to place it against
 			{ID: "t2", Round: 1, Parent: "input", Label: "num_warps=8", Status: "timed", Time: Stats{MedianMS: 2.7, P80MS: math.Inf(1), N: 20}},
 			{ID: "t3", Round: 2, Parent: "t1", Label: "BLOCK=2048 num_warps=8", Status: "rejected",
 				Failure: "triton_launch", Reason: "out of resource: shared memory | required 270336 > 232448"},
@@ -275,11 +276,13 @@ func TestPlots(t *testing.T) {
 			notRoof: []string{"r1c1", "r4c1"},
 		},
 		{
+			// No peaks: the roofline plot says so instead of placing the
+			// candidates under roofs it does not have.
 			name:    "cpu tune, no roofs, no compile",
 			data:    cpuTune(),
 			time:    []string{SeriesBest, SeriesEager},
-			roof:    []string{SeriesBestPoint, "t1", SeriesInput},
-			notRoof: []string{SeriesMemRoof, SeriesComputeRoof, "t3"},
+			roof:    []string{NoRoofline},
+			notRoof: []string{SeriesMemRoof, SeriesComputeRoof, SeriesBestPoint, "t1", SeriesInput, "arithmetic intensity"},
 		},
 		{
 			name:    "nothing correct",

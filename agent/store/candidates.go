@@ -182,7 +182,11 @@ func (s *Store) UpdateCandidate(ctx context.Context, runID, id string, u Update)
 			if rl, err = encodeJSON(u.Roofline); err != nil {
 				return Candidate{}, fmt.Errorf("update candidate %s of run %s: %w", id, runID, err)
 			}
-			msg += fmt.Sprintf(": %.3g%% SOL, %s", u.Roofline.SOL, u.Roofline.Class)
+			if u.Roofline.Placed() {
+				msg += fmt.Sprintf(": %.3g%% SOL, %s", u.Roofline.SOL, u.Roofline.Class)
+			} else if u.Roofline.Unplaced != "" {
+				msg += ": roofline n/a (" + u.Roofline.Unplaced + ")"
+			}
 		}
 		set = append(set, "metrics = ?", "roofline = ?")
 		args = append(args, js, rl)

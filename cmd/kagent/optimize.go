@@ -285,8 +285,10 @@ func printResult(w io.Writer, res agent.Result) {
 	}
 	row("best "+res.Best.ID, &res.Best.Timing, strings.Join(parts, ", "))
 	_ = t.flush()
-	if r := res.Best.Roofline; r != nil && r.Class != "" {
+	if r := res.Best.Roofline; r != nil && r.Placed() {
 		fmt.Fprintf(w, "roofline: %s-bound, %.1f%% SOL (%s)\n", r.Class, r.SOL, r.Source)
+	} else if r != nil && r.Unplaced != "" {
+		fmt.Fprintf(w, "roofline: n/a (%s)\n", r.Unplaced)
 	}
 	if res.FloorMS > 0 {
 		fmt.Fprintf(w, "floor: %.4f ms (inputs read and outputs written once at peak); the best runs at %.1f%% of it\n", res.FloorMS, 100*res.FloorFraction)

@@ -80,18 +80,25 @@ func printProfile(w io.Writer, r profileReport) {
 	t := newTable(w)
 	t.row("METRIC", "VALUE")
 	t.row("time", fmt.Sprintf("%.4f ms", m.TimeMS))
-	t.row("bytes read / written", fmt.Sprintf("%.3f / %.3f GB", m.BytesRead/1e9, m.BytesWrite/1e9))
+	t.row("bytes read / written", byteSize(m.BytesRead)+" / "+byteSize(m.BytesWrite))
 	if rl.AchievedGBs > 0 {
-		t.row("achieved bandwidth", fmt.Sprintf("%.0f GB/s", rl.AchievedGBs))
+		t.row("achieved bandwidth", sig3(rl.AchievedGBs)+" GB/s")
 	}
 	if m.FLOPs > 0 {
-		t.row("flops", fmt.Sprintf("%.3g (%.1f TFLOP/s)", m.FLOPs, rl.AchievedTFLOPS))
+		t.row("flops", fmt.Sprintf("%.3g (%s TFLOP/s)", m.FLOPs, sig3(rl.AchievedTFLOPS)))
 	}
-	t.row("compute SOL", fmt.Sprintf("%.1f%%", rl.ComputeSOL))
-	t.row("memory SOL", fmt.Sprintf("%.1f%%", rl.MemorySOL))
-	t.row("class", string(rl.Class))
-	t.row("headroom", fmt.Sprintf("%.1f%%", rl.Headroom))
-	t.row("at roofline", fmt.Sprint(rl.AtRoofline))
+	if rl.Placed() {
+		t.row("compute SOL", fmt.Sprintf("%.1f%%", rl.ComputeSOL))
+		t.row("memory SOL", fmt.Sprintf("%.1f%%", rl.MemorySOL))
+		t.row("class", string(rl.Class))
+		t.row("headroom", fmt.Sprintf("%.1f%%", rl.Headroom))
+		t.row("at roofline", fmt.Sprint(rl.AtRoofline))
+	} else {
+		na := "n/a (" + orDash(rl.Unplaced) + ")"
+		t.row("SOL", na)
+		t.row("class", na)
+		t.row("headroom", na)
+	}
 	if rl.FloorMS > 0 {
 		t.row("its traffic at peak", fmt.Sprintf("%.4f ms (the bytes and FLOPs this kernel moved, at peak rates)", rl.FloorMS))
 	}
@@ -115,4 +122,25 @@ func printProfile(w io.Writer, r profileReport) {
 		}
 		_ = rt.flush()
 	}
+}
+
+// sig3 prints a positive rate with three significant digits ("0.00332",
+// "287", "4800"), so a small one does not print as 0.
+func sig3(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// byteSize prints a byte count with a decimal prefix and three significant
+// digits ("262 kB", "2.15 GB"), so a small one does not print as 0.000 GB.
+func byteSize(v float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB"}
+	i := 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1000
+		i++
+	}
+	return sig3(v) + " " + units[i]
 }

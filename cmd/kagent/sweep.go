@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -300,10 +301,39 @@ func runSweepStatus(c *cli.Context) error {
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", strings.Join(counts, ", "))
-	if rep.Counts["pending"]+rep.Counts["running"]+rep.Counts["generating"]+rep.Counts["optimizing"] == 0 {
-		fmt.Fprintf(w, "every problem has ended; combine the results with: kagent sweep merge %s\n", rep.Dir)
-	}
+	fmt.Fprintln(w, statusAdvice(rep))
 	return nil
+}
+
+// statusAdvice is the last line of `kagent sweep status`: what to do next.
+// It suggests a merge only when a shard file holds results that
+// results.json lacks.
+func statusAdvice(rep sweep.StatusReport) string {
+	n := len(rep.Problems)
+	active := rep.Counts["running"] + rep.Counts["generating"] + rep.Counts["optimizing"]
+	open := n - rep.Counts[string(sweep.StatusDone)] - rep.Counts[string(sweep.StatusFailed)]
+	merge := ""
+	if len(rep.Unmerged) > 0 {
+		verb := "hold"
+		if len(rep.Unmerged) == 1 {
+			verb = "holds"
+		}
+		merge = fmt.Sprintf("%s %s results that results.json lacks; combine them with: kagent sweep merge %s",
+			strings.Join(rep.Unmerged, ", "), verb, rep.Dir)
+	}
+	switch {
+	case active > 0:
+		return fmt.Sprintf("%d of %d problems are being worked on", active, n)
+	case open > 0 && merge != "":
+		return fmt.Sprintf("%d of %d problems have no final result (run the sweep or its shards again to run them); %s", open, n, merge)
+	case open > 0:
+		return fmt.Sprintf("%d of %d problems have no final result; run the sweep or its shards again to run them", open, n)
+	case merge != "":
+		return "every problem has ended; " + merge
+	}
+	// Every problem has a final result and results.json holds them all
+	// (rep.Complete).
+	return "the sweep is complete; report: " + filepath.Join(rep.Dir, sweep.ReportFile)
 }
 
 func stamp(t time.Time) string {
