@@ -26,6 +26,7 @@ import (
 
 	"github.com/kagent-dev/kagent/harness"
 	"github.com/kagent-dev/kagent/internal/proc"
+	"github.com/kagent-dev/kagent/platform"
 )
 
 // Options configure one worker process.
@@ -196,7 +197,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 	if len(o.Command) == 0 {
 		r := <-runners
 		rs, err := r.rs, r.err
-		if errors.Is(err, ErrNoSandbox) {
+		if errors.Is(err, platform.ErrNoSandbox) {
 			w.cleanup()
 			return nil, fmt.Errorf("start worker: %w (%s)", err, noSandboxHint)
 		}
@@ -263,7 +264,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 	if runnersErr != nil {
 		w.Kill()
 		w.cleanup()
-		return nil, fmt.Errorf("start worker: %w: the runners' server in it did not start: %v (%s)", ErrNoSandbox, runnersErr, noSandboxHint)
+		return nil, fmt.Errorf("start worker: %w: the runners' server in it did not start: %v (%s)", platform.ErrNoSandbox, runnersErr, noSandboxHint)
 	}
 	h.Isolated = isolated
 	h.Sandboxed = sandboxed
