@@ -17,7 +17,6 @@ import (
 	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/internal/suggest"
-	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
 	"github.com/kagent-dev/kagent/sweep"
@@ -191,7 +190,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 		o.Workers = c.Int("parallel")
 	case ok:
 		o.Slots = so.Slots(c.Context)
-	case p.Name() == cpu.Name:
+	case p.Name() == configs.PlatformCPU:
 		o.Workers = s.cfg.NumWorkers
 	}
 	w := c.App.Writer
