@@ -14,11 +14,11 @@ import (
 	"github.com/kagent-dev/kagent/agent"
 	"github.com/kagent-dev/kagent/agent/generate"
 	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/internal/suggest"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-dev/kagent/search/tune"
 	"github.com/kagent-dev/kagent/sweep"
 )
 
