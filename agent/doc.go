@@ -26,6 +26,15 @@
 // for each round's slots and tells it the outcome. Without an LLM the tune
 // strategy proposes; after an LLM search an optional tune polish follows.
 //
+// Inside, a run has three parts: the loop (run.go, round.go, promote.go) is
+// the driver, owning rounds, the strategy, promotions and stop rules; the
+// pipeline (pipeline.go) takes one candidate through verification, timing
+// and profiling, and the recorder (record.go) writes each step to its
+// artifact, the store and the event stream; the proposer (proposer.go,
+// llmsteps.go, llmcall.go) makes each slot's candidates and repairs (knob
+// variants, or LLM diagnosis, rewrite, refinement and reflection) from the
+// view of the round the driver gives it, and keeps the LLM budget.
+//
 // Every result is written to the store (agent/store) before the next step, so
 // [Resume] continues a killed run: finished rounds are skipped whole, and in
 // the open round no measured candidate is timed again and no recorded LLM

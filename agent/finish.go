@@ -136,7 +136,7 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 	if l.art != nil {
 		res.RunDir = l.art.dir
 	}
-	res.Usage = l.usage(ctx)
+	res.Usage = l.prop.usage(ctx)
 	if ms, err := l.in.Session.Floor(ctx); err == nil {
 		res.FloorMS = ms
 	} else if ctx.Err() == nil {
@@ -225,10 +225,10 @@ func (l *loop) withSpend(ev Event) Event {
 	if r, ok := l.in.LLM.(llm.StatsReporter); ok && l.in.LLM != nil {
 		s = r.Stats()
 	}
-	ev.LLMCalls = s.Calls + l.prior.Calls
-	ev.LLMTokens = s.Tokens() + l.prior.PromptTokens + l.prior.CompletionTokens
-	ev.LLMEstimatedCalls = s.EstimatedCalls + l.prior.EstimatedCalls
-	ev.LLMCostUSD = s.CostUSD + l.prior.CostUSD
+	ev.LLMCalls = s.Calls + l.prop.prior.Calls
+	ev.LLMTokens = s.Tokens() + l.prop.prior.PromptTokens + l.prop.prior.CompletionTokens
+	ev.LLMEstimatedCalls = s.EstimatedCalls + l.prop.prior.EstimatedCalls
+	ev.LLMCostUSD = s.CostUSD + l.prop.prior.CostUSD
 	return ev
 }
 

@@ -28,96 +28,96 @@ var defaultMaxTokens = map[llm.Purpose]int{
 //
 // After a resume, a reply the run dir holds already is returned without
 // asking again: the killed run got it and may have acted on it.
-func (l *loop) ask(ctx context.Context, round int, candID string, purpose llm.Purpose, p prompts.Prompt, rel string) (string, error) {
-	if l.resumed {
-		if b, err := os.ReadFile(l.art.path(rel + ".reply.md")); err == nil {
-			l.log.Info("reusing a saved reply", "purpose", purpose, "file", rel+".reply.md")
+func (pr *proposer) ask(ctx context.Context, round int, candID string, purpose llm.Purpose, p prompts.Prompt, rel string) (string, error) {
+	if pr.resumed {
+		if b, err := os.ReadFile(pr.art.path(rel + ".reply.md")); err == nil {
+			pr.log.Info("reusing a saved reply", "purpose", purpose, "file", rel+".reply.md")
 			return string(b), nil
 		}
 	}
-	if err := l.art.writePrompt(rel+".prompt.md", p); err != nil {
+	if err := pr.art.writePrompt(rel+".prompt.md", p); err != nil {
 		return "", &fatalError{err}
 	}
-	if err := l.budgetLeft(); err != nil {
+	if err := pr.budgetLeft(); err != nil {
 		return "", err
 	}
 	req := llm.Request{
 		Messages:  []llm.Message{llm.System(p.System), llm.User(p.User)},
 		Purpose:   purpose,
-		MaxTokens: l.cfg.LLM.MaxTokens,
+		MaxTokens: pr.cfg.LLM.MaxTokens,
 	}
 	if req.MaxTokens == 0 {
 		req.MaxTokens = defaultMaxTokens[purpose]
 	}
-	resp, err := l.in.LLM.Complete(ctx, req)
+	resp, err := pr.in.LLM.Complete(ctx, req)
 	var be *llm.BudgetExceededError
 	refused := errors.As(err, &be) && resp.Usage.Total() == 0 && resp.Duration == 0
 	if !refused {
 		call := store.LLMCall{
-			RunID: l.runID, Round: round, CandidateID: candID, Purpose: string(purpose), Model: resp.Model,
+			RunID: pr.runID, Round: round, CandidateID: candID, Purpose: string(purpose), Model: resp.Model,
 			PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens,
 			UsageEstimated: resp.Usage.Estimated, CostUSD: resp.CostUSD, Duration: resp.Duration, Fingerprint: resp.Fingerprint,
 		}
 		if call.Model == "" {
-			call.Model = l.cfg.LLM.Model
+			call.Model = pr.cfg.LLM.Model
 		}
 		if err != nil {
 			call.Error = oneLine(err.Error())
 		}
-		if _, rerr := l.st.RecordLLMCall(context.WithoutCancel(ctx), call); rerr != nil {
+		if _, rerr := pr.st.RecordLLMCall(context.WithoutCancel(ctx), call); rerr != nil {
 			return "", &fatalError{rerr}
 		}
 	}
 	if be != nil {
-		l.noteBudget(be)
+		pr.noteBudget(be)
 		return "", fmt.Errorf("llm %s: %w", purpose, be)
 	}
 	if err != nil {
 		return "", fmt.Errorf("llm %s: %w", purpose, err)
 	}
-	if werr := l.art.writeAtomic(rel+".reply.md", []byte(resp.Text)); werr != nil {
+	if werr := pr.art.writeAtomic(rel+".reply.md", []byte(resp.Text)); werr != nil {
 		return "", &fatalError{werr}
 	}
 	return resp.Text, nil
 }
 
 // noteBudget remembers the first reached budget cap as the stop reason.
-func (l *loop) noteBudget(be *llm.BudgetExceededError) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.budgetStop == "" {
-		l.budgetStop = "budget: " + be.Error()
+func (pr *proposer) noteBudget(be *llm.BudgetExceededError) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.budgetStop == "" {
+		pr.budgetStop = "budget: " + be.Error()
 	}
 }
 
 // budgetStopped returns the budget stop reason ("" while within budget).
-func (l *loop) budgetStopped() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.budgetStop
+func (pr *proposer) budgetStopped() string {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.budgetStop
 }
 
 // budgetLeft checks the budget before a call: the client's own caps (a
 // *llm.Meter) and, after a resume, the spend recorded before it.
-func (l *loop) budgetLeft() error {
-	if s := l.budgetStopped(); s != "" {
+func (pr *proposer) budgetLeft() error {
+	if s := pr.budgetStopped(); s != "" {
 		return &llm.BudgetExceededError{Cap: "stopped", Limit: "-", Used: strings.TrimPrefix(s, "budget: ")}
 	}
-	if c, ok := l.in.LLM.(interface{ Check() error }); ok {
+	if c, ok := pr.in.LLM.(interface{ Check() error }); ok {
 		if err := c.Check(); err != nil {
 			var be *llm.BudgetExceededError
 			if errors.As(err, &be) {
-				l.noteBudget(be)
+				pr.noteBudget(be)
 			}
 			return err
 		}
 	}
-	b, p := l.in.Budget, l.prior
+	b, p := pr.in.Budget, pr.prior
 	if p.Calls == 0 {
 		return nil
 	}
 	var cur llm.Stats
-	if r, ok := l.in.LLM.(llm.StatsReporter); ok {
+	if r, ok := pr.in.LLM.(llm.StatsReporter); ok {
 		cur = r.Stats()
 	}
 	var be *llm.BudgetExceededError
@@ -130,17 +130,17 @@ func (l *loop) budgetLeft() error {
 		be = &llm.BudgetExceededError{Cap: "max_usd", Limit: fmt.Sprintf("$%.2f", b.MaxUSD), Used: fmt.Sprintf("$%.4f", p.CostUSD+cur.CostUSD)}
 	}
 	if be != nil {
-		l.noteBudget(be)
+		pr.noteBudget(be)
 		return be
 	}
 	return nil
 }
 
 // usage is the run's LLM spend: what the store recorded.
-func (l *loop) usage(ctx context.Context) store.Usage {
-	u, err := l.st.LLMUsage(context.WithoutCancel(ctx), l.runID)
+func (pr *proposer) usage(ctx context.Context) store.Usage {
+	u, err := pr.st.LLMUsage(context.WithoutCancel(ctx), pr.runID)
 	if err != nil {
-		l.log.Warn("read llm usage", "err", err)
+		pr.log.Warn("read llm usage", "err", err)
 	}
 	return u
 }

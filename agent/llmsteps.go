@@ -24,7 +24,7 @@ const historyInPrompts = 10
 // shares the answer among them. Parents whose slots all have candidates
 // already (a resumed round) are diagnosed only if a reflection needs it,
 // from the saved reply. A diagnosis that fails leaves its slots empty.
-func (l *loop) diagnoseAll(ctx context.Context, r int, slots []search.Slot, chains map[int][]store.Candidate, h search.History) (map[string][]prompts.Bottleneck, error) {
+func (pr *proposer) diagnoseAll(ctx context.Context, v view, slots []search.Slot, chains map[int][]store.Candidate) (map[string][]prompts.Bottleneck, error) {
 	count := map[string]int{}
 	first := map[string]int{}
 	need := map[string]bool{}
@@ -53,7 +53,7 @@ func (l *loop) diagnoseAll(ctx context.Context, r int, slots []search.Slot, chai
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bs, err := l.diagnose(ctx, r, p, first[p], count[p], h)
+			bs, err := pr.diagnose(ctx, v, p, first[p], count[p])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -71,18 +71,18 @@ func (l *loop) diagnoseAll(ctx context.Context, r int, slots []search.Slot, chai
 
 // diagnose asks for n ranked bottlenecks of one parent. Its prompt and reply
 // go to the folder of the parent's first slot of the round.
-func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, n int, h search.History) ([]prompts.Bottleneck, error) {
-	parent, ok := h.ByID[parentID]
+func (pr *proposer) diagnose(ctx context.Context, v view, parentID string, firstSlot, n int) ([]prompts.Bottleneck, error) {
+	parent, ok := v.h.ByID[parentID]
 	if !ok {
 		return nil, &fatalError{fmt.Errorf("diagnose: parent %s is not recorded", parentID)}
 	}
 	// A parent the profiling policy skipped (a beam member slower than the
 	// best) is profiled now, so that its diagnosis sees real metrics.
-	if p, err := l.profileSkipped(ctx, parent); err != nil {
+	if p, err := pr.profileSkipped(ctx, parent); err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		l.log.Warn("profiling the parent failed; diagnosing it on the synthetic roofline", "parent", parentID, "err", err)
+		pr.log.Warn("profiling the parent failed; diagnosing it on the synthetic roofline", "parent", parentID, "err", err)
 	} else {
 		parent = p
 	}
@@ -90,50 +90,35 @@ func (l *loop) diagnose(ctx context.Context, r int, parentID string, firstSlot, 
 	if parent.Metrics != nil {
 		metrics = prompts.MetricsFromRaw(parent.Metrics.Raw)
 	}
-	p, err := l.in.Prompts.Diagnose(prompts.DiagnoseData{
-		Target: l.target, Problem: l.in.Task.ProblemSource, Kernel: parent.Source, Times: l.times(parent, h),
-		Roofline: rooflineOf(parent), Metrics: metrics, NumBottlenecks: n, Explored: exploredFrom(parentID, h),
+	p, err := pr.in.Prompts.Diagnose(prompts.DiagnoseData{
+		Target: pr.target, Problem: pr.in.Task.ProblemSource, Kernel: parent.Source, Times: v.times(parent),
+		Roofline: rooflineOf(parent), Metrics: metrics, NumBottlenecks: n, Explored: exploredFrom(parentID, v.h),
 	})
 	if err != nil {
 		return nil, &fatalError{err}
 	}
-	dir := candidateDir(store.CandidateID(r, firstSlot, 0))
-	reply, err := l.ask(ctx, r, "", llm.PurposeDiagnose, p, dir+"/diagnose")
+	dir := candidateDir(store.CandidateID(v.round, firstSlot, 0))
+	reply, err := pr.ask(ctx, v.round, "", llm.PurposeDiagnose, p, dir+"/diagnose")
 	if err != nil {
-		return nil, l.slotError(ctx, "diagnosis of "+parentID, err)
+		return nil, pr.slotError(ctx, "diagnosis of "+parentID, err)
 	}
 	var d prompts.Diagnosis
 	if err := llm.ExtractJSON(reply, &d); err != nil {
-		l.log.Warn("diagnosis unreadable; its slots yield nothing this round", "parent", parentID, "err", err)
+		pr.log.Warn("diagnosis unreadable; its slots yield nothing this round", "parent", parentID, "err", err)
 		return nil, nil
 	}
 	d = d.Normalize(n)
 	if err := d.Validate(); err != nil {
-		l.log.Warn("diagnosis unusable; its slots yield nothing this round", "parent", parentID, "err", err)
+		pr.log.Warn("diagnosis unusable; its slots yield nothing this round", "parent", parentID, "err", err)
 		return nil, nil
 	}
 	if len(d.Bottlenecks) < n {
-		l.log.Info("diagnosis gave fewer distinct directions than slots", "parent", parentID, "asked", n, "got", len(d.Bottlenecks))
+		pr.log.Info("diagnosis gave fewer distinct directions than slots", "parent", parentID, "asked", n, "got", len(d.Bottlenecks))
 	}
-	if err := l.art.writeJSON(dir+"/diagnosis.json", d); err != nil {
+	if err := pr.art.writeJSON(dir+"/diagnosis.json", d); err != nil {
 		return nil, &fatalError{err}
 	}
 	return d.Bottlenecks, nil
-}
-
-// times are the measurements a prompt about kernel k shows.
-func (l *loop) times(k store.Candidate, h search.History) prompts.Timings {
-	t := prompts.Timings{KernelMS: k.MedianMS()}
-	if b, ok := h.ByID[l.state.BestID]; ok {
-		t.BestMS = b.MedianMS()
-	}
-	if l.eager != nil && l.eager.Unavailable == "" {
-		t.EagerMS = l.eager.MedianMS
-	}
-	if l.compile != nil && l.compile.Unavailable == "" {
-		t.CompileMS = l.compile.MedianMS
-	}
-	return t
 }
 
 func rooflineOf(c store.Candidate) roofline.Result {
@@ -203,8 +188,8 @@ type reflectionRecord struct {
 }
 
 // reflections are the run's latest reflections, oldest first.
-func (l *loop) reflections(ctx context.Context) []prompts.Reflection {
-	recs := l.storedReflections(ctx)
+func (pr *proposer) reflections(ctx context.Context) []prompts.Reflection {
+	recs := pr.storedReflections(ctx)
 	var out []prompts.Reflection
 	for _, r := range recs {
 		out = append(out, r.Reflection)
@@ -215,10 +200,10 @@ func (l *loop) reflections(ctx context.Context) []prompts.Reflection {
 	return out
 }
 
-func (l *loop) storedReflections(ctx context.Context) []reflectionRecord {
-	evs, err := l.st.Events(ctx, l.runID, 0, 0)
+func (pr *proposer) storedReflections(ctx context.Context) []reflectionRecord {
+	evs, err := pr.st.Events(ctx, pr.runID, 0, 0)
 	if err != nil {
-		l.log.Warn("read reflections", "err", err)
+		pr.log.Warn("read reflections", "err", err)
 		return nil
 	}
 	var out []reflectionRecord
@@ -236,12 +221,12 @@ func (l *loop) storedReflections(ctx context.Context) []reflectionRecord {
 
 // reflectAll reflects on each slot's last candidate (passed or failed) that
 // has no reflection yet, concurrently.
-func (l *loop) reflectAll(ctx context.Context, r int, slots []search.Slot, finals []*store.Candidate, diags map[string][]prompts.Bottleneck, h search.History) error {
-	if l.in.LLM == nil {
+func (pr *proposer) reflectAll(ctx context.Context, v view, slots []search.Slot, finals []*store.Candidate, diags map[string][]prompts.Bottleneck) error {
+	if pr.in.LLM == nil {
 		return nil
 	}
 	done := map[string]bool{}
-	for _, rec := range l.storedReflections(ctx) {
+	for _, rec := range pr.storedReflections(ctx) {
 		done[rec.Candidate] = true
 	}
 	var wg sync.WaitGroup
@@ -255,7 +240,7 @@ func (l *loop) reflectAll(ctx context.Context, r int, slots []search.Slot, final
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.reflect(ctx, r, s, *c, diags, h); err != nil {
+			if err := pr.reflect(ctx, v, s, *c, diags); err != nil {
 				mu.Lock()
 				if fatal == nil {
 					fatal = err
@@ -270,31 +255,32 @@ func (l *loop) reflectAll(ctx context.Context, r int, slots []search.Slot, final
 
 // reflect asks the LLM what one attempt teaches and records the answer. An
 // unreadable reply gives a plain reflection from the numbers.
-func (l *loop) reflect(ctx context.Context, r int, s search.Slot, c store.Candidate, diags map[string][]prompts.Bottleneck, h search.History) error {
-	if l.budgetStopped() != "" {
+func (pr *proposer) reflect(ctx context.Context, v view, s search.Slot, c store.Candidate, diags map[string][]prompts.Bottleneck) error {
+	r := v.round
+	if pr.budgetStopped() != "" {
 		return nil
 	}
-	parent := h.ByID[c.ParentID]
+	parent := v.h.ByID[c.ParentID]
 	b := bottleneckFromDirection(c.Direction)
 	if bs := diags[c.ParentID]; s.Rank >= 1 && s.Rank <= len(bs) {
 		b = bs[s.Rank-1]
 	}
 	// The latest state of the candidate (a promotion phase may have rejected it).
-	if cur, err := l.st.Candidate(ctx, l.runID, c.ID); err == nil {
+	if cur, err := pr.st.Candidate(ctx, pr.runID, c.ID); err == nil {
 		c = cur
 	}
-	d := prompts.ReflectData{Target: l.target, Round: r, Bottleneck: b, BeforeMS: parent.MedianMS(), AfterMS: c.MedianMS(),
+	d := prompts.ReflectData{Target: pr.target, Round: r, Bottleneck: b, BeforeMS: parent.MedianMS(), AfterMS: c.MedianMS(),
 		Before: rooflineOf(parent), After: rooflineOf(c), Passed: c.Status.Measured()}
 	if c.Verdict != nil && !c.Verdict.Passed {
 		d.Failure, d.Reason = c.Verdict.Failure, c.Verdict.Reason
 	}
-	p, err := l.in.Prompts.Reflect(d)
+	p, err := pr.in.Prompts.Reflect(d)
 	if err != nil {
 		return &fatalError{err}
 	}
-	reply, err := l.ask(ctx, r, c.ID, llm.PurposeReflect, p, candidateFile(c.ID, "reflect"))
+	reply, err := pr.ask(ctx, r, c.ID, llm.PurposeReflect, p, candidateFile(c.ID, "reflect"))
 	if err != nil {
-		return l.slotError(ctx, c.ID, err)
+		return pr.slotError(ctx, c.ID, err)
 	}
 	var ref prompts.Reflection
 	if err := llm.ExtractJSON(reply, &ref); err != nil {
@@ -305,7 +291,7 @@ func (l *loop) reflect(ctx context.Context, r int, s search.Slot, c store.Candid
 	if err != nil {
 		return &fatalError{err}
 	}
-	_, err = l.st.AddEvent(ctx, store.Event{RunID: l.runID, Round: r, CandidateID: c.ID, Kind: storeEventReflection,
+	_, err = pr.st.AddEvent(ctx, store.Event{RunID: pr.runID, Round: r, CandidateID: c.ID, Kind: storeEventReflection,
 		Message: clip(ref.Reasoning, 200), Data: data})
 	if err != nil {
 		return &fatalError{err}

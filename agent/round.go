@@ -2,12 +2,10 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
-	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
@@ -68,11 +66,12 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 	}
 	l.ev.emit(Event{Event: EventRoundStarted, Round: ptr(r), Slots: len(slots)})
 
-	diags, err := l.diagnoseAll(ctx, r, slots, chains, h)
+	v := view{round: r, h: h, bestID: l.state.BestID, eager: l.eager, compile: l.compile}
+	diags, err := l.prop.diagnoseAll(ctx, v, slots, chains)
 	if err != nil {
 		return err
 	}
-	finals, err := l.runSlots(ctx, r, slots, chains, diags, h)
+	finals, err := l.runSlots(ctx, v, slots, chains, diags)
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,7 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 	if err != nil {
 		return err
 	}
-	if err := l.reflectAll(ctx, r, slots, finals, diags, h); err != nil {
+	if err := l.prop.reflectAll(ctx, v, slots, finals, diags); err != nil {
 		return err
 	}
 	after, err := l.st.Candidates(ctx, l.runID, store.CandidateFilter{})
@@ -110,8 +109,8 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 // runSlots evaluates the slots in parallel, at most num_workers at once, and
 // returns each slot's final candidate (nil when the slot produced none). The
 // first fatal error cancels the others.
-func (l *loop) runSlots(ctx context.Context, r int, slots []search.Slot, chains map[int][]store.Candidate,
-	diags map[string][]prompts.Bottleneck, h search.History) ([]*store.Candidate, error) {
+func (l *loop) runSlots(ctx context.Context, v view, slots []search.Slot, chains map[int][]store.Candidate,
+	diags map[string][]prompts.Bottleneck) ([]*store.Candidate, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, max(1, l.cfg.NumWorkers))
@@ -129,7 +128,7 @@ func (l *loop) runSlots(ctx context.Context, r int, slots []search.Slot, chains 
 				return
 			}
 			defer func() { <-sem }()
-			c, err := l.runSlot(rctx, r, s, chains[s.Index], diags, h)
+			c, err := l.runSlot(rctx, v, s, chains[s.Index], diags)
 			if err != nil {
 				once.Do(func() { fatal = err; cancel(err) })
 				return
@@ -151,11 +150,11 @@ func (l *loop) runSlots(ctx context.Context, r int, slots []search.Slot, chains 
 // (unless a candidate is recorded), verify, time, profile, and on a
 // rejection refine up to refine_attempts times. It returns the slot's last
 // candidate (nil: none was proposed) or a fatal error.
-func (l *loop) runSlot(ctx context.Context, r int, s search.Slot, chain []store.Candidate,
-	diags map[string][]prompts.Bottleneck, h search.History) (*store.Candidate, error) {
+func (l *loop) runSlot(ctx context.Context, v view, s search.Slot, chain []store.Candidate,
+	diags map[string][]prompts.Bottleneck) (*store.Candidate, error) {
 	var cur store.Candidate
 	if len(chain) == 0 {
-		c, ok, err := l.propose(ctx, r, s, diags, h)
+		c, ok, err := l.prop.propose(ctx, v, s, diags)
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -179,7 +178,7 @@ func (l *loop) runSlot(ctx context.Context, r int, s search.Slot, chain []store.
 		case store.StatusTimed:
 			cur, err = l.profileCandidate(ctx, cur, l.skipProfile(cur))
 		case store.StatusRejected:
-			next, ok, rerr := l.refine(ctx, r, s, cur, failures)
+			next, ok, rerr := l.prop.refine(ctx, v.round, s, cur, failures)
 			if rerr != nil {
 				return nil, rerr
 			}
@@ -195,104 +194,4 @@ func (l *loop) runSlot(ctx context.Context, r int, s search.Slot, chain []store.
 			return nil, err
 		}
 	}
-}
-
-// propose makes a slot's first candidate: a knob variant, or a rewrite by
-// the LLM along the slot's bottleneck direction. ok is false when the slot
-// yields nothing this round (no such direction, an LLM failure, the budget).
-func (l *loop) propose(ctx context.Context, r int, s search.Slot, diags map[string][]prompts.Bottleneck, h search.History) (store.Candidate, bool, error) {
-	id := store.CandidateID(r, s.Index, 0)
-	c := store.Candidate{RunID: l.runID, ID: id, Round: r, Slot: s.Index, ParentID: s.Parent(), Bottleneck: s.Rank}
-	if len(s.Parents) > 1 {
-		c.Inspirations = s.Parents[1:]
-	}
-	if s.Variant != nil {
-		c.Direction = "tune: " + s.Variant.Label
-		c, err := l.add(ctx, c, s.Variant.Source, nil)
-		return c, err == nil, err
-	}
-	bs := diags[s.Parent()]
-	if s.Rank > len(bs) {
-		l.log.Info("no diagnosed direction for slot", "candidate", id, "parent", s.Parent(), "rank", s.Rank, "directions", len(bs))
-		return c, false, nil
-	}
-	b := bs[s.Rank-1]
-	c.Direction = b.Direction()
-	parent := h.ByID[s.Parent()]
-	if err := l.art.writeJSON(candidateFile(id, "direction.json"), b); err != nil {
-		return c, false, &fatalError{err}
-	}
-	p, err := l.in.Prompts.Optimize(prompts.OptimizeData{
-		Target: l.target, Problem: l.in.Task.ProblemSource, Kernel: parent.Source,
-		Times: l.times(parent, h), Roofline: rooflineOf(parent), Bottleneck: b,
-		Attempts: attemptsOn(parent.ID, h), Reflections: l.reflections(ctx),
-	})
-	if err != nil {
-		return c, false, &fatalError{err}
-	}
-	reply, err := l.ask(ctx, r, id, llm.PurposeOptimize, p, candidateFile(id, "optimize"))
-	if err != nil {
-		return c, false, l.slotError(ctx, id, err)
-	}
-	src, xerr := llm.ExtractPython(reply)
-	if xerr != nil {
-		src = reply
-	}
-	c, err = l.add(ctx, c, src, xerr)
-	return c, err == nil, err
-}
-
-// refine asks the LLM to repair a rejected candidate, with the named
-// failure, its reason and the earlier failures of the slot. ok is false when
-// the slot stops here (no attempts left, not repairable, no LLM, budget).
-func (l *loop) refine(ctx context.Context, r int, s search.Slot, cur store.Candidate, failures []string) (store.Candidate, bool, error) {
-	if l.in.LLM == nil || s.Variant != nil || cur.Verdict == nil || cur.Verdict.Failure == failDup ||
-		cur.RefineAttempt >= l.cfg.RefineAttempts || l.budgetStopped() != "" {
-		return cur, false, nil
-	}
-	n := cur.RefineAttempt + 1
-	id := store.CandidateID(r, s.Index, n)
-	p, err := l.in.Prompts.Refine(prompts.RefineData{
-		Target: l.target, Problem: l.in.Task.ProblemSource, Kernel: cur.Source,
-		Failure: cur.Verdict.Failure, Reason: cur.Verdict.Reason, Attempt: n, MaxAttempts: l.cfg.RefineAttempts,
-		Previous: failures, Direction: cur.Direction,
-	})
-	if err != nil {
-		return cur, false, &fatalError{err}
-	}
-	reply, err := l.ask(ctx, r, id, llm.PurposeRefine, p, candidateFile(id, "refine"))
-	if err != nil {
-		return cur, false, l.slotError(ctx, id, err)
-	}
-	src, xerr := llm.ExtractPython(reply)
-	if xerr != nil {
-		src = reply
-	}
-	next := store.Candidate{RunID: l.runID, ID: id, Round: r, Slot: cur.Slot, ParentID: cur.ParentID,
-		Inspirations: cur.Inspirations, Bottleneck: cur.Bottleneck, Direction: cur.Direction, RefineOf: cur.ID,
-		RefineAttempt: n}
-	next, err = l.add(ctx, next, src, xerr)
-	return next, err == nil, err
-}
-
-// slotError sorts an error of an LLM step: fatal ones (the context, the
-// store, files) end the run; an LLM failure or the budget ends the slot.
-func (l *loop) slotError(ctx context.Context, id string, err error) error {
-	var fe *fatalError
-	switch {
-	case errors.As(err, &fe):
-		return err
-	case ctx.Err() != nil:
-		return context.Cause(ctx)
-	case errors.Is(err, llm.ErrBudgetExceeded):
-		l.log.Info("llm budget reached", "candidate", id, "err", err)
-		return nil
-	case errors.Is(err, llm.ErrUnreachable):
-		// Every further call would fail the same way: the run stops on the
-		// first call that gave up, instead of finishing rounds that asked
-		// nothing.
-		return &fatalError{err: err}
-	}
-	l.log.Warn("llm step failed; the slot yields nothing this round", "candidate", id, "err", err)
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/kagent-dev/kagent/agent/store"
 	"github.com/kagent-dev/kagent/configs"
@@ -30,19 +29,14 @@ const (
 type loop struct {
 	// pipeline takes one candidate through its steps and records them.
 	*pipeline
+	// prop makes the candidates of the slots and their repairs (the LLM
+	// steps) and keeps the LLM budget.
+	prop   *proposer
 	device string
 	// isolation is how the session keeps candidates from the judge.
 	isolation string
-	target    prompts.Target
 	strat     search.Strategy
 	polish    search.Strategy // nil: no polish phase
-	// resumed: replies already in the run dir are reused instead of asked again.
-	resumed bool
-	// prior is the LLM spend recorded before a resume.
-	prior store.Usage
-
-	mu         sync.Mutex
-	budgetStop string
 
 	// Changed between rounds only.
 	state          search.State
@@ -125,7 +119,7 @@ func Resume(ctx context.Context, in RunInput, runID string) (Result, error) {
 	case rs.Run.Strategy != l.cfg.Strategy:
 		return Result{}, fmt.Errorf("resume run %s: %w: it ran strategy %s, not %s", runID, ErrNotResumable, rs.Run.Strategy, l.cfg.Strategy)
 	}
-	l.runID, l.resumed, l.prior = runID, true, rs.Usage
+	l.runID, l.prop.resumed, l.prop.prior = runID, true, rs.Usage
 	if err := l.checkProblem(ctx); err != nil {
 		return Result{}, err
 	}
@@ -162,7 +156,8 @@ func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	l := &loop{pipeline: &pipeline{in: in, cfg: cfg, st: in.Store, log: in.Logger}, strat: strat}
+	pl := &pipeline{in: in, cfg: cfg, st: in.Store, log: in.Logger}
+	l := &loop{pipeline: pl, prop: &proposer{pipeline: pl}, strat: strat}
 	if cfg.StrategyConfig.PolishRounds > 0 && in.Tuner != nil && search.NeedsLLM(cfg.Strategy) {
 		if l.polish, err = search.NewTune(cfg.SearchSettings(), in.Tuner); err != nil {
 			return nil, err
@@ -175,7 +170,7 @@ func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 		l.log.Warn("gpu specs unavailable: no roofline peaks", "err", err)
 	}
 	l.specs = specs
-	l.target = prompts.NewTarget(cfg.TargetPlatform, in.Platform.Name(), in.Platform.Executes(), l.specs,
+	l.prop.target = prompts.NewTarget(cfg.TargetPlatform, in.Platform.Name(), in.Platform.Executes(), l.specs,
 		string(in.Task.Entry), in.Task.Options.TF32)
 	return l, nil
 }
@@ -247,7 +242,7 @@ func (l *loop) drive(ctx context.Context, rs *store.ResumeState) (Result, error)
 			continue
 		}
 		if l.current().Directions() > 0 {
-			_ = l.budgetLeft() // a spent budget stops the run before a round it cannot feed
+			_ = l.prop.budgetLeft() // a spent budget stops the run before a round it cannot feed
 		}
 		reason := l.stopReason()
 		if reason != "" && l.enterPolish(reason) {
@@ -463,7 +458,7 @@ func (l *loop) finishRound(ctx context.Context, r int) error {
 // stopReason applies the stop rules to the state after a round ("" to go
 // on).
 func (l *loop) stopReason() string {
-	if s := l.budgetStopped(); s != "" && l.state.Phase != search.PhasePolish {
+	if s := l.prop.budgetStopped(); s != "" && l.state.Phase != search.PhasePolish {
 		return s // the polish needs no LLM
 	}
 	if l.exhausted != "" {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-dev/kagent/search/tune"
 )
 
 // TestKnobTuner runs package tune on the rmsnorm example (the knob finder

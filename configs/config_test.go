@@ -4,15 +4,22 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kagent-dev/kagent/search"
 )
 
+// TestEmbeddedConfigsLoadAndValidate: the embedded presets are one per
+// registered strategy (so that --strategy finds each) and one per GPU
+// vendor, and every one loads and validates.
 func TestEmbeddedConfigsLoadAndValidate(t *testing.T) {
-	want := []string{"amd", "beam_search", "greedy", "intel", "noop", "nvidia", "tune"}
+	want := append([]string{"amd", "intel", "nvidia"}, search.Names()...)
+	slices.Sort(want)
 	got := Embedded()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("Embedded() = %v, want %v", got, want)
+		t.Fatalf("Embedded() = %v, want %v (a preset strategies/<name>.yaml for every strategy of search.Names() and the vendor presets)", got, want)
 	}
 	for _, name := range got {
 		t.Run(name, func(t *testing.T) {

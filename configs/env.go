@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kagent-dev/kagent/search"
 )
 
 // EnvVar is one KAGENT_* environment variable.
@@ -18,7 +20,7 @@ type EnvVar struct {
 
 // Env lists every KAGENT_* variable, in the order `kagent env` prints them.
 var Env = []EnvVar{
-	{"KAGENT_STRATEGY", "search strategy (greedy, beam_search, tune, noop)", func(c *Config, v string) error { c.Strategy = v; return nil }},
+	{"KAGENT_STRATEGY", "search strategy (" + strings.Join(search.Names(), ", ") + ")", func(c *Config, v string) error { c.Strategy = v; return nil }},
 	{"KAGENT_PLATFORM", "platform (" + strings.Join(PlatformNames, ", ") + "); empty = auto-detect", func(c *Config, v string) error { c.Platform = PlatformSetting(v); return nil }},
 	{"KAGENT_GPU_NAME", "GPU name for the specs lookup, overriding the detected one", func(c *Config, v string) error { c.GPUName = v; return nil }},
 	{"KAGENT_SPECS_FILE", "YAML file of extra or overriding GPU specs", func(c *Config, v string) error { c.SpecsFile = v; return nil }},

@@ -13,12 +13,16 @@ import (
 // the two equal). GPUPlatforms are those whose kernels run on a GPU: the
 // targets prompts are written for.
 var (
-	PlatformNames = []string{"cuda", "rocm", "xpu", "cpu", PlatformNoop}
+	PlatformNames = []string{"cuda", "rocm", "xpu", PlatformCPU, PlatformNoop}
 	GPUPlatforms  = []string{"cuda", "rocm", "xpu"}
 )
 
-// PlatformNoop is the platform that executes nothing (dry runs).
-const PlatformNoop = "noop"
+// PlatformNoop is the platform that executes nothing (dry runs);
+// PlatformCPU runs candidates on CPU torch (timings not representative).
+const (
+	PlatformNoop = "noop"
+	PlatformCPU  = "cpu"
+)
 
 // ExecutingPlatforms are the platforms that run kernels.
 func ExecutingPlatforms() []string {

@@ -14,6 +14,9 @@ var (
 	ErrNotExecuted = errors.New("not executed (dry run)")
 	// ErrNoPlatform: auto-detection found no GPU stack on this machine.
 	ErrNoPlatform = errors.New("no GPU platform found")
+	// ErrNoSandbox: candidates must run in the OS sandbox (KAGENT_SANDBOX
+	// on, the default) and this machine cannot give them one.
+	ErrNoSandbox = errors.New("the OS sandbox for candidates is unavailable")
 )
 
 // NotImplementedError says a platform does not offer an ability yet.

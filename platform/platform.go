@@ -2,16 +2,37 @@
 // timing and profiling candidate kernels, the GPU's specs and prompt guidance —
 // and a registry through which platform packages make themselves available.
 //
+// Code outside platform/ uses this contract only: it opens a platform by name
+// (Open, Lookup) and never imports an implementation package; a command links
+// them all in through platform/all (internal/layering's tests hold to that).
+//
 // # Adding a platform
 //
-//  1. Create platform/<name> with a New(cfg Config) (*Platform, error) constructor
-//     that works without the registry. A GPU platform that runs candidates on
-//     warm workers describes its vendor stack in a gpu.Stack (platform/gpu) and
-//     forwards Open and Specs to it.
-//  2. In its init(), call platform.Register("<name>", factory).
-//  3. Blank-import it from platform/all.
-//  4. Add it to the conformance test (platform/platformtest) run list; it must pass.
-//  5. Teach Detect how to recognise the machine, if it can be auto-detected.
+//  1. Create platform/<name>/<name>.go: a Name constant, a
+//     New(cfg Config) (*Platform, error) constructor that works without the
+//     registry, an init that calls platform.Register(Name, factory), and an
+//     interface guards block. A GPU platform that runs candidates on warm
+//     workers describes its vendor stack in a gpu.Stack (platform/gpu: probe,
+//     GPU listing, the variable that pins a worker to one GPU, the torch
+//     device) and forwards Open and Specs to it, as cuda, rocm and xpu do.
+//  2. Blank-import it from platform/all (all.go).
+//  3. Add its name to configs.PlatformNames in configs/validate.go (a GPU
+//     platform also to configs.GPUPlatforms, the targets prompts are written
+//     for); platform/all's test keeps the list and the registry equal. A
+//     vendor's own spelling (KernelAgent's "nvidia", "amd", "intel") goes in
+//     canonicalPlatform (configs/config.go).
+//  4. Run the conformance suite from the package's own test,
+//     conformance_test.go: platformtest.Run(t, p, task), or for a gpu.Stack
+//     platform platformtest.RunGPU, which runs it on the CPU without the
+//     device; a platform that starts workers also needs the sandbox's
+//     TestMain (sandbox_main_test.go, calling sandbox.Main).
+//  5. Teach Detect (detect.go) to recognise the machine, if it can be
+//     auto-detected.
+//  6. For a GPU platform: its GPUs' peaks in roofline/specs.yaml, and its
+//     prompt guidance, prompts/templates/guidance_<name>.tmpl, with its Name
+//     in prompts/prompts.go (Names) and a golden file from
+//     `go test ./prompts -run TestGolden -update` after adding the target to
+//     TestGolden's list.
 package platform
 
 import (

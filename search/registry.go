@@ -44,8 +44,16 @@ var ErrNoTuner = errors.New("the strategy needs a tuner")
 
 var registry []Spec
 
-// Register adds a strategy; a second one of the same name panics.
+// Register adds a strategy. It is meant to be called from the init of the
+// strategy's file and panics on an empty name, a name registered twice, or a
+// strategy that searches without a New: each is a programming error.
 func Register(s Spec) {
+	switch {
+	case s.Name == "":
+		panic("search: Register with an empty name")
+	case s.Searches && s.New == nil:
+		panic("search: strategy " + s.Name + " searches but has no New")
+	}
 	if _, ok := Lookup(s.Name); ok {
 		panic("search: strategy " + s.Name + " registered twice")
 	}
@@ -61,12 +69,13 @@ func Lookup(name string) (Spec, bool) {
 	return registry[i], true
 }
 
-// Names lists the registered strategies in registration order.
+// Names lists the registered strategies, sorted.
 func Names() []string {
 	out := make([]string, len(registry))
 	for i, s := range registry {
 		out[i] = s.Name
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -86,12 +95,12 @@ func WithoutLLM(name string) bool {
 	return ok && s.Searches && !s.NeedsLLM
 }
 
-// Searching lists the registered strategies that run search rounds.
+// Searching lists the registered strategies that run search rounds, sorted.
 func Searching() []string {
 	var out []string
-	for _, s := range registry {
-		if s.Searches {
-			out = append(out, s.Name)
+	for _, name := range Names() {
+		if Searches(name) {
+			out = append(out, name)
 		}
 	}
 	return out

@@ -1,13 +1,3 @@
-// Package search decides what each round of an optimization run evaluates:
-// the strategies (greedy, beam search, tune), the registry that names them
-// and says which need a language model, and the state a run carries from
-// round to round.
-//
-// A strategy sees the run's candidates of earlier rounds (History), picks
-// the round's slots (each a list of parents: the kernel rewritten or tuned
-// first, then any kernels shown alongside it) and learns from the round's
-// outcome. Strategies are deterministic for the same history, so a resumed
-// run picks exactly what the interrupted one would have.
 package search
 
 import (

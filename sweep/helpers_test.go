@@ -11,11 +11,11 @@ import (
 	"github.com/kagent-dev/kagent/agent"
 	"github.com/kagent-dev/kagent/agent/llm"
 	"github.com/kagent-dev/kagent/agent/llm/llmtest"
-	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
 	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-dev/kagent/search/tune"
 )
 
 // testSource is the folder of test problems (a KernelBench checkout's shape).

@@ -13,7 +13,6 @@ import (
 	"github.com/kagent-dev/kagent/internal/termtext"
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
 )
 
 // Exit codes. Scripts and CI jobs may rely on them.
@@ -64,7 +63,7 @@ func exitCode(err error) int {
 		errors.Is(err, kerneldir.ErrInvalid), errors.Is(err, platform.ErrUnknown):
 		return ExitUsage
 	case errors.As(err, &ue), errors.As(err, &ni), errors.Is(err, platform.ErrNoPlatform),
-		errors.Is(err, kerneldir.ErrNoPython), errors.Is(err, worker.ErrNoSandbox), errors.Is(err, llm.ErrUnreachable):
+		errors.Is(err, kerneldir.ErrNoPython), errors.Is(err, platform.ErrNoSandbox), errors.Is(err, llm.ErrUnreachable):
 		return ExitUnavailable
 	}
 	return ExitError

@@ -10,8 +10,7 @@ import (
 	"syscall"
 
 	"github.com/kagent-dev/kagent/internal/sandbox"
-	_ "github.com/kagent-dev/kagent/platform/all"
-	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/platform/all"
 )
 
 func main() {
@@ -20,6 +19,6 @@ func main() {
 	app := newApp()
 	err := app.RunContext(ctx, interleaved(app, os.Args))
 	stop()
-	worker.StopForkServers()
+	all.Shutdown()
 	os.Exit(report(os.Stderr, err))
 }

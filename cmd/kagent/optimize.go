@@ -23,13 +23,12 @@ import (
 	"github.com/kagent-dev/kagent/agent/llm"
 	runreport "github.com/kagent-dev/kagent/agent/report"
 	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-dev/kagent/search/tune"
 )
 
 func optimizeCommand() *cli.Command {
@@ -120,7 +119,7 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 // own shapes are often GPU-sized). cfg.Size records the choice, so a resumed
 // run times the same shape.
 func selectSize(task *kerneldir.Task, cfg *configs.Config, platformName string) error {
-	if cfg.Size == "" && platformName == cpu.Name {
+	if cfg.Size == "" && platformName == configs.PlatformCPU {
 		if _, ok := task.Options.Sizes[kerneldir.CPUSize]; ok {
 			cfg.Size = kerneldir.CPUSize
 		}

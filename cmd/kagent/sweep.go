@@ -15,12 +15,11 @@ import (
 	"github.com/kagent-dev/kagent/agent"
 	"github.com/kagent-dev/kagent/agent/generate"
 	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/tune"
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/internal/suggest"
-	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/prompts"
 	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-dev/kagent/search/tune"
 	"github.com/kagent-dev/kagent/sweep"
 )
 
@@ -192,7 +191,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 		o.Workers = c.Int("parallel")
 	case ok:
 		o.Slots = so.Slots(c.Context)
-	case p.Name() == cpu.Name:
+	case p.Name() == configs.PlatformCPU:
 		o.Workers = s.cfg.NumWorkers
 	}
 	w := c.App.Writer

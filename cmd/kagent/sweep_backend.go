@@ -282,7 +282,7 @@ func slurmOptions(c *cli.Context, cfg configs.Config) slurm.Options {
 		gres = ""
 	case !c.IsSet("slurm-gres"):
 		gres = "gpu:1"
-		if p := cfg.PlatformName(); p == "cpu" || p == "noop" {
+		if p := cfg.PlatformName(); p == configs.PlatformCPU || p == configs.PlatformNoop {
 			gres = ""
 		}
 	}
@@ -444,7 +444,7 @@ func k8sSweep(c *cli.Context, s *sweepSetup) error {
 		return err
 	}
 	gpus := c.Int("k8s-gpus")
-	if p := s.cfg.PlatformName(); !c.IsSet("k8s-gpus") && (p == "cpu" || p == "noop") {
+	if p := s.cfg.PlatformName(); !c.IsSet("k8s-gpus") && (p == configs.PlatformCPU || p == configs.PlatformNoop) {
 		gpus = 0
 	}
 	env := map[string]string{}

@@ -6,11 +6,13 @@ import (
 
 	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/cpu"
 	"github.com/kagent-dev/kagent/platform/noop"
 )
 
 // TestRegistryIsTheConfigList: the platforms a config may name are the ones
-// the binary registers, and noop is the one that executes nothing.
+// the binary registers, noop is the one that executes nothing and cpu the
+// one that runs on CPU torch.
 func TestRegistryIsTheConfigList(t *testing.T) {
 	got := slices.Sorted(slices.Values(platform.Names()))
 	want := slices.Sorted(slices.Values(configs.PlatformNames))
@@ -19,6 +21,9 @@ func TestRegistryIsTheConfigList(t *testing.T) {
 	}
 	if configs.PlatformNoop != noop.Name {
 		t.Errorf("configs.PlatformNoop %q, noop.Name %q", configs.PlatformNoop, noop.Name)
+	}
+	if configs.PlatformCPU != cpu.Name {
+		t.Errorf("configs.PlatformCPU %q, cpu.Name %q", configs.PlatformCPU, cpu.Name)
 	}
 	for _, n := range configs.GPUPlatforms {
 		if !slices.Contains(configs.PlatformNames, n) {

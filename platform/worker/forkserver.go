@@ -228,7 +228,8 @@ func dropForkServer(s *forkServer) {
 
 // StopForkServers ends every fork server of this process. Workers started
 // from them die with them; call it when no worker is needed any more (kagent
-// calls it before exiting; a server whose parent exits stops by itself).
+// calls it before exiting, through platform/all's Shutdown; a server whose
+// parent exits stops by itself).
 func StopForkServers() {
 	forkMu.Lock()
 	defer forkMu.Unlock()

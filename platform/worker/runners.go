@@ -3,7 +3,6 @@ package worker
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/kagent-dev/kagent/harness"
 	"github.com/kagent-dev/kagent/internal/proc"
 	"github.com/kagent-dev/kagent/internal/sandbox"
+	"github.com/kagent-dev/kagent/platform"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,10 +44,6 @@ const (
 	SandboxOn   = "on"
 	SandboxOff  = "off"
 )
-
-// ErrNoSandbox: KAGENT_SANDBOX is on (the default) and this machine cannot
-// sandbox.
-var ErrNoSandbox = errors.New("the OS sandbox for candidates is unavailable")
 
 // SandboxMode is the runners' sandbox setting from the environment.
 func SandboxMode() (string, error) {
@@ -154,7 +150,7 @@ func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
 	}
 	if r := probeSandbox(); !r.Available {
 		if mode == SandboxOn {
-			return nil, fmt.Errorf("%w: %s", ErrNoSandbox, r.Reason)
+			return nil, fmt.Errorf("%w: %s", platform.ErrNoSandbox, r.Reason)
 		}
 		return nil, nil
 	}
@@ -178,12 +174,12 @@ func runnerServerFor(ctx context.Context, o Options) (*runnerServer, error) {
 			s.stop()
 		}
 		if mode == SandboxOn {
-			return nil, fmt.Errorf("%w: %v", ErrNoSandbox, gerr)
+			return nil, fmt.Errorf("%w: %v", platform.ErrNoSandbox, gerr)
 		}
 		return nil, gerr
 	}
 	if err != nil {
-		// Not ErrNoSandbox yet: the worker's own start says first when the
+		// Not platform.ErrNoSandbox yet: the worker's own start says first when the
 		// interpreter itself is the problem (no torch, say).
 		return nil, err
 	}

@@ -189,7 +189,7 @@ func TestUnsandboxedOnlyByChoice(t *testing.T) {
 			w.Close()
 			t.Fatalf("KAGENT_SANDBOX=%q: a worker started although the machine cannot sandbox", mode)
 		}
-		if !errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), "user namespaces are disabled (test)") ||
+		if !errors.Is(err, platform.ErrNoSandbox) || !strings.Contains(err.Error(), "user namespaces are disabled (test)") ||
 			!strings.Contains(err.Error(), "KAGENT_SANDBOX=auto or off") {
 			t.Fatalf("KAGENT_SANDBOX=%q: the error does not say why and what to do: %v", mode, err)
 		}

@@ -7,14 +7,10 @@
 package worker
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -26,6 +22,7 @@ import (
 
 	"github.com/kagent-dev/kagent/harness"
 	"github.com/kagent-dev/kagent/internal/proc"
+	"github.com/kagent-dev/kagent/platform"
 )
 
 // Options configure one worker process.
@@ -96,17 +93,6 @@ type Device struct {
 	L2Bytes     int64  `json:"l2_bytes"`
 	SMCount     int    `json:"sm_count"`
 }
-
-// reply is one line from the worker.
-type reply struct {
-	ID     int             `json:"id"`
-	OK     bool            `json:"ok"`
-	Result json.RawMessage `json:"result"`
-	Error  *ReplyError     `json:"error"`
-}
-
-// maxLine bounds one reply line; a longer one is protocol corruption.
-const maxLine = 64 << 20
 
 // stderrTailSize is how much of the worker's stderr is kept for errors.
 const stderrTailSize = 64 << 10
@@ -196,7 +182,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 	if len(o.Command) == 0 {
 		r := <-runners
 		rs, err := r.rs, r.err
-		if errors.Is(err, ErrNoSandbox) {
+		if errors.Is(err, platform.ErrNoSandbox) {
 			w.cleanup()
 			return nil, fmt.Errorf("start worker: %w (%s)", err, noSandboxHint)
 		}
@@ -263,7 +249,7 @@ func start(ctx context.Context, o Options, fork bool) (*Worker, error) {
 	if runnersErr != nil {
 		w.Kill()
 		w.cleanup()
-		return nil, fmt.Errorf("start worker: %w: the runners' server in it did not start: %v (%s)", ErrNoSandbox, runnersErr, noSandboxHint)
+		return nil, fmt.Errorf("start worker: %w: the runners' server in it did not start: %v (%s)", platform.ErrNoSandbox, runnersErr, noSandboxHint)
 	}
 	h.Isolated = isolated
 	h.Sandboxed = sandboxed
@@ -339,37 +325,6 @@ func (w *Worker) launch(isolate bool) (bool, error) {
 	return isolate, nil
 }
 
-// readLines forwards reply lines until EOF or a line over maxLine.
-func (w *Worker) readLines(r io.Reader) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	defer close(w.lines)
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > maxLine {
-			w.readErr = fmt.Errorf("%w: reply line over %d bytes", ErrProtocol, maxLine)
-			_, _ = io.Copy(io.Discard, br)
-			return
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil {
-			if len(bytes.TrimSpace(buf)) > 0 {
-				w.readErr = fmt.Errorf("%w: unterminated reply at exit", ErrProtocol)
-			}
-			return
-		}
-		line := bytes.TrimSpace(buf)
-		buf = nil
-		if len(line) == 0 {
-			continue
-		}
-		w.lines <- append([]byte(nil), line...)
-	}
-}
-
 // Hello returns the handshake.
 func (w *Worker) Hello() Hello { return w.hello }
 
@@ -392,110 +347,6 @@ func (w *Worker) Alive() bool {
 	default:
 		return true
 	}
-}
-
-// Call sends one request and decodes the result into out. timeout bounds the
-// call (0 = only ctx). A timeout kills the worker (*TimeoutError); a worker
-// that dies gives *ExitError; an error reply gives *ReplyError (with Fatal
-// set when the worker is poisoned and exits).
-func (w *Worker) Call(ctx context.Context, op string, req any, out any, timeout time.Duration) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed || !w.Alive() {
-		return w.exitError()
-	}
-	id := w.nextID
-	w.nextID++
-	msg, err := encodeRequest(id, op, req)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if _, err := w.stdin.Write(msg); err != nil {
-		<-w.doneOrTimeout(2 * time.Second)
-		return w.exitError()
-	}
-	cctx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	err = w.await(cctx, id, out)
-	var te *TimeoutError
-	if errors.As(err, &te) {
-		te.Op, te.After = op, timeout
-	}
-	return err
-}
-
-// await waits for the reply with the given id.
-func (w *Worker) await(ctx context.Context, id int, out any) error {
-	for {
-		select {
-		case line, ok := <-w.lines:
-			if done, err := w.handle(line, ok, id, out); done {
-				return err
-			}
-		case <-ctx.Done():
-			w.Kill()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return &TimeoutError{Stderr: w.tail.String()}
-			}
-			return ctx.Err()
-		case <-w.done:
-			// The process exited: read what it wrote before it went.
-			grace := time.After(2 * time.Second)
-			for {
-				select {
-				case line, ok := <-w.lines:
-					if done, err := w.handle(line, ok, id, out); done {
-						return err
-					}
-				case <-grace:
-					return w.exitError()
-				}
-			}
-		}
-	}
-}
-
-// handle processes one reply line; done is false for a stale reply.
-func (w *Worker) handle(line []byte, ok bool, id int, out any) (done bool, err error) {
-	if !ok {
-		<-w.doneOrTimeout(5 * time.Second)
-		if w.readErr != nil {
-			w.Kill()
-			return true, &ExitError{Err: w.readErr, Stderr: w.tail.String(), Code: -1}
-		}
-		return true, w.exitError()
-	}
-	var r reply
-	if err := json.Unmarshal(line, &r); err != nil {
-		w.Kill()
-		return true, &ExitError{Err: fmt.Errorf("%w: unparsable reply %.80q", ErrProtocol, line), Stderr: w.tail.String(), Code: -1}
-	}
-	if r.ID != id {
-		w.log.Warn("dropping stale worker reply", "want", id, "got", r.ID)
-		return false, nil
-	}
-	if !r.OK {
-		if r.Error == nil {
-			r.Error = &ReplyError{Kind: "protocol", Message: "error reply without error"}
-		}
-		if r.Error.Fatal {
-			// The worker exits after a fatal reply; make sure it has before
-			// the caller can hand it another request.
-			<-w.doneOrTimeout(10 * time.Second)
-			w.Kill()
-		}
-		return true, r.Error
-	}
-	if out != nil && len(r.Result) > 0 {
-		if err := json.Unmarshal(r.Result, out); err != nil {
-			return true, fmt.Errorf("%w: result: %v", ErrProtocol, err)
-		}
-	}
-	return true, nil
 }
 
 func (w *Worker) doneOrTimeout(d time.Duration) <-chan struct{} {
@@ -579,106 +430,4 @@ func (w *Worker) Close() error {
 	w.Kill()
 	w.cleanup()
 	return nil
-}
-
-// tmpDir is the folder of the work dir that is the worker's TMPDIR.
-const tmpDir = "tmp"
-
-// cleanup removes the worker's own directory (or, in a work dir it was
-// given, its temporary folder). Call it only once the process has exited.
-func (w *Worker) cleanup() {
-	switch {
-	case w.workDir == "":
-	case w.ownDir:
-		removeAll(w.workDir)
-	default:
-		removeAll(filepath.Join(w.workDir, tmpDir))
-	}
-}
-
-// removeAll removes dir even where code run by the worker took away the
-// write or search permission of folders inside it.
-func removeAll(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() || err != nil {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	_ = os.RemoveAll(dir)
-}
-
-// encodeRequest merges id and op into the request's JSON object.
-func encodeRequest(id int, op string, req any) ([]byte, error) {
-	m := map[string]any{}
-	if req != nil {
-		b, err := json.Marshal(req)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("request must be a JSON object: %w", err)
-		}
-	}
-	m["id"], m["op"] = id, op
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
-// envAllow lists the variables (or prefixes, ending in _) a worker inherits.
-// Everything else — LLM keys, cloud credentials, tokens — stays behind.
-var envAllow = []string{
-	"PATH", "LANG", "LC_", "TZ", "TMPDIR", "TERM",
-	"LD_LIBRARY_PATH", "CUDA_", "NVIDIA_", "HIP_", "ROCR_", "ROCM_", "HSA_", "AMD_",
-	"ZE_", "ONEAPI_", "SYCL_", "TRITON_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_",
-	"OMP_NUM_THREADS", "MKL_NUM_THREADS", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONHOME",
-	// The device memory the worker plans with (PROTOCOL.md, Memory).
-	"KAGENT_MEMORY_LIMIT",
-	// Device buffers shared with the runners (devbuf.py), opt-in.
-	"KAGENT_DEVICE_BUFFERS",
-}
-
-// envDeny drops any variable whose name mentions a secret, even if allowed.
-var envDeny = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "SESSION"}
-
-// scrubbedEnv builds a worker's environment from the allowlist.
-func scrubbedEnv(environ []string, workDir string, o Options) []string {
-	var env []string
-	for _, kv := range environ {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || !allowedEnv(name) {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env,
-		"HOME="+workDir,
-		"PYTHONPATH="+o.HarnessDir,
-		"PYTHONDONTWRITEBYTECODE=1",
-		"PYTHONUNBUFFERED=1",
-		"KAGENT_DEVICE="+o.Device,
-		"TMPDIR="+filepath.Join(workDir, tmpDir),
-	)
-	return append(env, o.Env...)
-}
-
-func allowedEnv(name string) bool {
-	upper := strings.ToUpper(name)
-	for _, d := range envDeny {
-		if strings.Contains(upper, d) {
-			return false
-		}
-	}
-	for _, a := range envAllow {
-		if name == a || strings.HasSuffix(a, "_") && strings.HasPrefix(name, a) {
-			return true
-		}
-	}
-	return false
 }
