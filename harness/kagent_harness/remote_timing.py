@@ -8,7 +8,8 @@ clocks the runner cannot set:
 - cpu: the kernel's accounting of the runner's CPU time (``/proc/PID/stat``,
   all threads) over the timed calls must not exceed the claimed total by more
   than the requests' own handling (``CPU_FACTOR``, ``CPU_PER_CALL_MS``,
-  ``CPU_SLACK_MS``);
+  ``CPU_SLACK_MS``, and ``CPU_RECHECK_MS_PER_MIB`` of each rechecked call's
+  output, which the runner copies to the judge in its time);
 - host check (GPU): a burst of back-to-back calls between two events and one
   synchronisation, whose event time the judge bounds by its own wall clock
   around the request (less the round trip it measured with empty requests);
@@ -47,6 +48,9 @@ PING_CALLS = 5
 CPU_FACTOR = 1.25
 CPU_PER_CALL_MS = 1.0
 CPU_SLACK_MS = 60.0
+# A rechecked call's output crosses to the judge on the runner's CPU clock:
+# this much per MiB (a copy at 2 GiB/s), far below computing it.
+CPU_RECHECK_MS_PER_MIB = 0.5
 FORGE_FACTOR = 2.0
 FORGE_SLACK_MS = 0.05
 # Empty bursts timed to learn a burst's cost outside its calls.
@@ -174,7 +178,10 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             if not self.dev.is_gpu and self.cpu0 is not None and cpu1 is not None and self.times:
                 used = (cpu1 - self.cpu0) * 1e3
                 claimed = sum(self.times)
-                limit = CPU_FACTOR * claimed + CPU_PER_CALL_MS * len(self.times) + CPU_SLACK_MS
+                from .timing import _output_bytes
+
+                copies = self.checked * CPU_RECHECK_MS_PER_MIB * _output_bytes(self.problem) / (1 << 20)
+                limit = CPU_FACTOR * claimed + CPU_PER_CALL_MS * len(self.times) + CPU_SLACK_MS + copies
                 if used > limit:
                     self.forged = (
                         f"the candidate's process used {used:.1f} ms of CPU time for {len(self.times)} timed calls "
