@@ -108,6 +108,7 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 	if err != nil {
 		return nil, err
 	}
+	p = checked(p, cfg.Python, cfg.PlatformKwargs)
 	set, err := promptSet(cfg)
 	if err != nil {
 		return nil, err
