@@ -74,6 +74,7 @@ func sweepFlags() []cli.Flag {
 		&cli.StringFlag{Name: "llm-record", Usage: "save every LLM exchange as a JSON file in `DIR`"},
 		&cli.StringFlag{Name: "llm-replay", Usage: "serve LLM replies from a recorded `DIR` instead of calling a model"},
 		&cli.StringFlag{Name: "llm-replay-match", Value: llm.MatchSimilar, Usage: "how replayed replies are matched: " + strings.Join(llm.MatchRules, ", ")},
+		noProgressFlag(),
 	}
 }
 
@@ -154,6 +155,8 @@ func runSweep(c *cli.Context) error {
 
 // localSweep runs the sweep (or its shard) in this process.
 func localSweep(c *cli.Context, s *sweepSetup) error {
+	d := newDisplay(c)
+	defer d.Close()
 	log := logger(c)
 	set, err := promptSet(s.cfg)
 	if err != nil {
@@ -192,6 +195,12 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	lr := &lackRunner{Runner: runner, stop: stop}
 	o := sweep.Options{Dir: s.dir, Source: s.source, Level: s.level, Selection: s.selection, Strategy: s.cfg.Strategy,
 		Shard: s.shard, Runner: lr, Workers: 1, Logger: log, Progress: c.App.Writer}
+	if d != nil {
+		// The problems' run lines show on the status line only: a sweep's
+		// output stays one line per finished problem.
+		runner.Progress = &lineWriter{d: d}
+		o.Runner = &shownRunner{Runner: lr, d: d}
+	}
 	switch so, ok := p.(sweep.SlotOpener); {
 	case c.IsSet("parallel"):
 		if c.Int("parallel") < 1 {
@@ -211,6 +220,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	fmt.Fprintf(w, "kagent: %s of %s (level %d, problems %s) on %s, strategy %s, into %s\n",
 		what, s.source, s.level, s.selection, p.Name(), s.cfg.Strategy, s.dir)
 	sum, err := sweep.Run(ctx, o)
+	d.Close()
 	// lacking: the machine lacks what every problem needs; the sweep stopped.
 	lacking := c.Context.Err() == nil && context.Cause(ctx) != nil
 	if err != nil && sum.Dir == "" {
