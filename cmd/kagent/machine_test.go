@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kagent-dev/kagent/kerneldir"
+	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-dev/kagent/roofline"
 )
 
 // pythonOutput runs a Python one-liner and returns its output, trimmed.
@@ -150,3 +158,81 @@ func TestSweepMachineLacks(t *testing.T) {
 		t.Errorf("the sweep did not go on after a problem too large:\n%s", r.stdout)
 	}
 }
+
+// TestAsLack: which errors say the machine lacks something (exit 4), and
+// the line each gives.
+func TestAsLack(t *testing.T) {
+	startup := func(msg string) error {
+		return fmt.Errorf("start worker: handshake: %w", &worker.ReplyError{Kind: "startup", Message: msg, Fatal: true})
+	}
+	oom := &worker.ReplyError{Kind: "oom", Message: "problem.py: the problem needs about 80.0 GiB of device memory ...: time a smaller size"}
+	t.Setenv("KAGENT_MEMORY_LIMIT", "")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string // "" for no lack
+	}{
+		{"no torch", startup("worker start-up failed: ModuleNotFoundError: No module named 'torch'"),
+			"this machine lacks torch: the worker's Python cannot import torch; install it into that Python (pip install torch"},
+		{"no triton at start-up", startup("worker start-up failed: ModuleNotFoundError: No module named 'triton'"),
+			"this machine lacks triton: the worker's Python cannot import triton"},
+		{"device fails", startup("worker start-up failed: RuntimeError: CUDA error: no CUDA-capable device is detected"),
+			"this machine lacks a working Python worker: it failed to start: worker start-up failed: RuntimeError: CUDA error"},
+		{"problem too large", fmt.Errorf("time eager baseline: %w", &worker.ProblemError{Err: oom}),
+			"this machine lacks the device memory this problem needs: problem.py: the problem needs about 80.0 GiB"},
+		{"a candidate out of memory", fmt.Errorf("verify r1c1: %w", oom), ""},
+		{"a problem that fails", &worker.ProblemError{Err: &worker.ReplyError{Kind: "load", Message: "NameError"}}, ""},
+		{"an input kernel rejected", errors.New("input kernel failed verification: static: ..."), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			le := asLack(tc.err)
+			switch {
+			case tc.want == "" && le != nil:
+				t.Errorf("asLack = %q, want none", le)
+			case tc.want != "" && (le == nil || !strings.HasPrefix(le.Error(), tc.want)):
+				t.Errorf("asLack = %v, want %q...", le, tc.want)
+			case tc.want != "" && exitCode(tc.err) != ExitUnavailable:
+				t.Errorf("exit code %d, want %d", exitCode(tc.err), ExitUnavailable)
+			}
+			var b strings.Builder
+			report(&b, tc.err)
+			if tc.want != "" && b.String() != "kagent: "+le.Error()+"\n" {
+				t.Errorf("report wrote %q", b.String())
+			}
+		})
+	}
+}
+
+// TestNeedsTriton: when a session without triton cannot run the kernel.
+func TestNeedsTriton(t *testing.T) {
+	withImport := &kerneldir.Task{KernelPath: "/k/input.py", KernelSource: "import torch\nimport triton.language as tl\n"}
+	plain := &kerneldir.Task{KernelPath: "/k/input.py", KernelSource: "import torch\n# import triton would be faster\ns = 'from triton'\n"}
+	for _, tc := range []struct {
+		policy string
+		task   *kerneldir.Task
+		want   string
+	}{
+		{"", plain, "the cuda platform runs Triton kernels"},
+		{"require", plain, "platform_kwargs.triton is require"},
+		{"auto", withImport, "the kernel (input.py) imports it"},
+		{"off", withImport, "the kernel (input.py) imports it"},
+		{"auto", plain, ""},
+		{"off", plain, ""},
+	} {
+		p := &checkedPlatform{Platform: namedPlatform("cuda"), tritonPolicy: tc.policy}
+		if got := p.needsTriton(tc.task); got != tc.want {
+			t.Errorf("policy %q, kernel %q: %q, want %q", tc.policy, tc.task.KernelSource, got, tc.want)
+		}
+	}
+}
+
+// namedPlatform is a platform with a name and nothing else.
+type namedPlatform string
+
+func (n namedPlatform) Name() string { return string(n) }
+func (namedPlatform) Open(context.Context, *kerneldir.Task) (platform.Session, error) {
+	return nil, errors.New("not here")
+}
+func (namedPlatform) Specs(context.Context) (roofline.Specs, error) { return roofline.Specs{}, nil }
+func (namedPlatform) Analyzer() platform.RooflineAnalyzer           { return nil }
+func (namedPlatform) Executes() bool                                { return true }
