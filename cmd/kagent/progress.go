@@ -150,7 +150,7 @@ func (d *display) event(ev agent.Event) {
 		d.line.Start("kagent", "round 0 next")
 	case agent.EventRoundStarted:
 		what := fmt.Sprintf("%d candidate%s: written, verified, timed", ev.Slots, plural(ev.Slots))
-		if *ev.Round == 0 {
+		if ev.Round != nil && *ev.Round == 0 {
 			what = "verifying the input kernel, timing it, PyTorch eager and torch.compile"
 		}
 		d.line.Start(round, what)
