@@ -43,9 +43,9 @@ type display struct {
 	restore    func()
 }
 
-// newDisplay starts the display where stderr is a terminal, CI is not set,
-// and neither --no-progress nor KAGENT_PROGRESS=0 asks for plain output;
-// nil elsewhere. From here to Close, the command's output and log pass
+// newDisplay starts the display where stderr is a terminal and stdout is
+// not a pipe, CI is not set, and neither --no-progress nor
+// KAGENT_PROGRESS=0 asks for plain output; nil elsewhere. From here to Close, the command's output and log pass
 // through it. The logger must be made after it (logger(c)).
 func newDisplay(c *cli.Context) *display {
 	ci := os.Getenv("CI")
@@ -56,6 +56,11 @@ func newDisplay(c *cli.Context) *display {
 		return nil
 	}
 	_, stdoutTerm := statusline.TerminalWidth(os.Stdout)
+	if !stdoutTerm && intoPipe(os.Stdout) {
+		// What reads the pipe (tee, grep) may echo it to the terminal,
+		// where it would land on the status line: plain lines only.
+		return nil
+	}
 	width := func() int {
 		w, _ := statusline.TerminalWidth(os.Stderr)
 		return w
@@ -64,6 +69,12 @@ func newDisplay(c *cli.Context) *display {
 	w, ew := c.App.Writer, c.App.ErrWriter
 	c.App.Writer, c.App.ErrWriter = l.Above(w), l.Above(ew)
 	return &display{line: l, stdoutTerm: stdoutTerm, restore: func() { c.App.Writer, c.App.ErrWriter = w, ew }}
+}
+
+// intoPipe reports whether f is a pipe or a socket.
+func intoPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
 }
 
 // progressOff reads KAGENT_PROGRESS (and CI) as a switch: 0, false, off
