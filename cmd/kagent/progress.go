@@ -25,7 +25,7 @@ const spinEvery = 125 * time.Millisecond
 // noProgressFlag is --no-progress of the commands that show a status line.
 func noProgressFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "no-progress", Usage: "plain progress lines only, no status line rewritten in place " +
-		"(the status line is shown where stderr is a terminal, CI is unset and KAGENT_PROGRESS is not 0)"}
+		"(the status line is shown where stderr is a terminal, stdout is not a pipe, CI is unset and KAGENT_PROGRESS is not 0)"}
 }
 
 // display is the progress of optimize, eval, profile and sweep on a
@@ -33,8 +33,8 @@ func noProgressFlag() cli.Flag {
 // rewritten in place; the command's output and log scroll above it. Where
 // stdout is the terminal too, a run's steps show on the status line and
 // only the lines worth keeping (each round's result, promotions,
-// rejections) stay; where stdout goes elsewhere, it gets every progress
-// line as before. A nil *display is plain output: its methods do nothing.
+// rejections) stay; where stdout goes to a file, the file gets every plain
+// progress line. A nil *display is plain output: its methods do nothing.
 type display struct {
 	line *statusline.Line
 	// stdoutTerm: stdout is a terminal, so the display prints the run's
@@ -45,8 +45,9 @@ type display struct {
 
 // newDisplay starts the display where stderr is a terminal and stdout is
 // not a pipe, CI is not set, and neither --no-progress nor
-// KAGENT_PROGRESS=0 asks for plain output; nil elsewhere. From here to Close, the command's output and log pass
-// through it. The logger must be made after it (logger(c)).
+// KAGENT_PROGRESS=0 asks for plain output; nil elsewhere. From here to
+// Close, the command's output and log pass through it: make the logger
+// (logger(c)) after it.
 func newDisplay(c *cli.Context) *display {
 	ci := os.Getenv("CI")
 	if c.Bool("no-progress") || progressOff(os.Getenv("KAGENT_PROGRESS")) || ci != "" && !progressOff(ci) {
