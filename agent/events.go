@@ -108,15 +108,18 @@ func (e *emitter) emit(ev Event) {
 		}
 	}
 	if e.progress != nil {
-		if line := progressLine(ev); line != "" {
+		if line := ProgressLine(ev); line != "" {
 			fmt.Fprintln(e.progress, termtext.Line(line))
 		}
 	}
 }
 
-// progressLine renders an event for a person: one plain line, fit for a
-// terminal and for CI logs alike.
-func progressLine(ev Event) string {
+// ProgressLine renders an event for a person: one plain line, fit for a
+// terminal and for CI logs alike (RunInput.Progress prints it; a display of
+// its own renders the events of RunInput.Events with it). It may hold
+// untrusted text (kernel names, LLM directions): print it through
+// internal/termtext.
+func ProgressLine(ev Event) string {
 	round := func() string {
 		if ev.Round == nil {
 			return ""

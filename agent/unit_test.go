@@ -170,7 +170,7 @@ func TestProgressLines(t *testing.T) {
 		{Event{Event: "something_else"}, ""},
 	}
 	for _, tc := range tests {
-		if got := progressLine(tc.ev); got != tc.want {
+		if got := ProgressLine(tc.ev); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)
 		}
 	}

@@ -59,6 +59,7 @@ var Env = []EnvVar{
 	{"KAGENT_K8S_PVC", "kagent sweep --backend k8s: PersistentVolumeClaim holding the sweep dir", nil},
 	{"KAGENT_K8S_SECRET", "kagent sweep --backend k8s: Secret whose keys become environment variables", nil},
 	{"KAGENT_LOG_LEVEL", "log level: debug, info, warn, error", nil},
+	{"KAGENT_PROGRESS", "0 keeps optimize, eval, profile and sweep to plain progress lines on a terminal too (as --no-progress; they are plain in a pipe and where CI is set); otherwise a status line on stderr says what runs, rewritten in place", nil},
 }
 
 // ApplyEnv applies every set KAGENT_* variable to cfg, reading them through

@@ -24,6 +24,7 @@ func evalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			&cli.Float64Flag{Name: "min-speedup", Usage: "exit 3 unless the kernel is at least this many times faster than --against"},
 			&cli.StringFlag{Name: "against", Value: "eager", Usage: "baseline for --min-speedup: eager or compile"},
+			noProgressFlag(),
 		}, configFlags()...),
 		Action: runEval,
 	}
@@ -51,7 +52,9 @@ func runEval(c *cli.Context) error {
 	if against != "eager" && against != "compile" {
 		return usageError("--against %q: give eager or compile", against)
 	}
-	s, sess, cand, err := openKernel(c, "eval")
+	d := newDisplay(c)
+	defer d.Close()
+	s, sess, cand, err := openKernel(c, "eval", d)
 	if err != nil {
 		return err
 	}
@@ -59,6 +62,7 @@ func runEval(c *cli.Context) error {
 	rep := evalReport{Kernel: cand.Path, Platform: s.platform.Name(), Size: s.task.Options.SizeLabel(), SpeedupVs: map[string]float64{}}
 	about := sess.About()
 	rep.Device, rep.Isolation = about.Device, about.Isolation
+	d.start("eval", "loading the problem, verifying "+filepath.Base(cand.Path))
 	v, err := sess.Verify(c.Context, cand)
 	if err != nil {
 		return err
@@ -73,6 +77,7 @@ func runEval(c *cli.Context) error {
 	}
 	byKind := map[platform.TargetKind]platform.Timing{}
 	for _, t := range targets {
+		d.start("eval", "timing "+targetName(t, cand))
 		tm, err := sess.Time(c.Context, t)
 		if f, ok := platform.FaultOf(err); ok {
 			rep.Verdict = failVerdict(rep.Verdict, f.Check, f.Reason)
@@ -97,6 +102,7 @@ func runEval(c *cli.Context) error {
 			rep.FloorMS, rep.FloorFrac = floor, floor/k.MedianMS
 		}
 	}
+	d.Close()
 	if c.Bool("json") {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(c.App.Writer, string(b))
@@ -118,10 +124,22 @@ func runEval(c *cli.Context) error {
 	return nil
 }
 
+// targetName names a timed target on the status line.
+func targetName(t platform.Target, cand platform.Candidate) string {
+	switch t.Kind {
+	case platform.TargetEager:
+		return "PyTorch eager"
+	case platform.TargetCompile:
+		return "torch.compile"
+	}
+	return filepath.Base(cand.Path)
+}
+
 // openKernel loads the kernel dir and opens a session on a platform that
 // runs kernels, for the commands that measure one kernel (eval, profile):
-// the kernel dir's input kernel, or the file --kernel names.
-func openKernel(c *cli.Context, verb string) (*runSetup, platform.Session, platform.Candidate, error) {
+// the kernel dir's input kernel, or the file --kernel names. d shows the
+// workers starting.
+func openKernel(c *cli.Context, verb string, d *display) (*runSetup, platform.Session, platform.Candidate, error) {
 	var cand platform.Candidate
 	s, err := setup(c)
 	if err != nil {
@@ -143,6 +161,7 @@ func openKernel(c *cli.Context, verb string) (*runSetup, platform.Session, platf
 		}
 		cand = platform.Candidate{ID: "kernel", Path: p, Source: string(src)}
 	}
+	d.start(verb, "starting the Python worker")
 	sess, err := s.platform.Open(c.Context, s.task)
 	if err != nil {
 		return nil, nil, cand, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,17 +27,81 @@ func tritonKernelDir(t *testing.T, example string) string {
 	return dir
 }
 
-// TestQuickStartOnCPU runs the README's quick start through the binary: the
+// quickStart returns the kagent command lines of README.md's quick start
+// (its sh blocks), each as its arguments after ./bin/kagent: continued
+// lines joined, comments dropped.
+func quickStart(t *testing.T) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Quick start")
+	if !ok {
+		t.Fatal("README.md has no Quick start section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var cmds [][]string
+	var line string
+	inBlock := false
+	for _, l := range strings.Split(section, "\n") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			inBlock = !inBlock
+			continue
+		case !inBlock:
+			continue
+		}
+		if i := strings.Index(l, " #"); i >= 0 {
+			l = l[:i]
+		}
+		l = strings.TrimSpace(l)
+		if cont := strings.HasSuffix(l, "\\"); cont {
+			line += strings.TrimSuffix(l, "\\") + " "
+			continue
+		}
+		line += l
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "./bin/kagent" {
+			cmds = append(cmds, f[1:])
+		}
+		line = ""
+	}
+	return cmds
+}
+
+// TestQuickStartOnCPU runs the README's quick start demo, its command as
+// the README writes it, through the binary in a copy of the examples: the
 // rmsnorm example on the cpu platform (its "cpu" size, real Triton kernels
-// through the interpreter) with its recorded LLM transcript ends with a
-// verified improvement, an accepted best kernel, a report and plots.
+// through the interpreter) with its recorded LLM transcript, no API key,
+// ends with a verified improvement, an accepted best kernel, a report and
+// plots.
 func TestQuickStartOnCPU(t *testing.T) {
+	var demo []string
+	for _, c := range quickStart(t) {
+		if c[0] == "optimize" && slices.Contains(c, "--llm-replay") {
+			demo = c
+		}
+	}
+	if demo == nil || !slices.Contains(demo, "--platform") {
+		t.Fatalf("README's quick start has no optimize --platform cpu --llm-replay demo: %q", quickStart(t))
+	}
 	dir := tritonKernelDir(t, "rmsnorm")
-	out := filepath.Join(t.TempDir(), "run")
-	r := run(t, dir, "optimize", "--kernel-dir", ".", "--platform", "cpu",
-		"--llm-replay", "transcript", "--llm-replay-match", "purpose", "--max-rounds", "2", "--out", out)
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "examples", "rmsnorm"), os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	r := runEnv(t, root, []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"}, demo...)
 	if r.code != ExitOK {
-		t.Fatalf("optimize: exit %d, want %d (a verified improvement)\n%s\n%s", r.code, ExitOK, r.stdout, r.stderr)
+		t.Fatalf("%q: exit %d, want %d (a verified improvement)\n%s\n%s", demo, r.code, ExitOK, r.stdout, r.stderr)
+	}
+	_, report, _ := strings.Cut(r.stdout, "\nreport: ")
+	report, _, _ = strings.Cut(report, "\n")
+	out := filepath.Dir(report)
+	if !strings.HasPrefix(out, filepath.Join(root, "examples", "rmsnorm", ".kagent", "runs")) {
+		t.Fatalf("the run dir %q is not under the example's .kagent/runs:\n%s", out, r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(root, "examples", "rmsnorm", "optimized_kernel_greedy.py")); err != nil {
+		t.Errorf("the demo wrote no optimized_kernel_greedy.py: %v", err)
 	}
 	for _, w := range []string{"acceptance gate: passed", "x input", "report: "} {
 		if !strings.Contains(r.stdout, w) {

@@ -21,7 +21,7 @@ const (
 	ExitError         = 1   // a run failed
 	ExitUsage         = 2   // bad flags, configuration or kernel dir: fix the input
 	ExitNoImprovement = 3   // optimize finished without a verified improvement
-	ExitUnavailable   = 4   // this machine lacks what the run needs (GPU stack, Python, profiler)
+	ExitUnavailable   = 4   // this machine lacks what the run needs (GPU stack, torch, triton, device memory, profiler)
 	ExitInterrupted   = 130 // stopped by SIGINT or SIGTERM
 )
 
@@ -59,6 +59,8 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
+	case asLack(err) != nil:
+		return ExitUnavailable
 	case errors.Is(err, configs.ErrInvalid), errors.Is(err, configs.ErrUnknownConfig),
 		errors.Is(err, kerneldir.ErrInvalid), errors.Is(err, platform.ErrUnknown):
 		return ExitUsage
@@ -78,6 +80,9 @@ func report(w io.Writer, err error) int {
 	msg := err.Error()
 	if code == ExitInterrupted {
 		msg = "interrupted"
+	} else if le := asLack(err); le != nil && code == ExitUnavailable {
+		// What the machine lacks, not the steps that ran into it.
+		msg = le.Error()
 	}
 	if msg != "" {
 		fmt.Fprintln(w, "kagent: "+oneLine(msg))

@@ -92,7 +92,7 @@ func openPlatform(cfg configs.Config, what string) (platform.Platform, error) {
 	if !p.Executes() {
 		return nil, usageError("%s: the %s platform runs nothing, so nothing can be verified; choose cpu, cuda, rocm or xpu", what, p.Name())
 	}
-	return p, nil
+	return checked(p, cfg.Python, cfg.PlatformKwargs), nil
 }
 
 func runGenerate(c *cli.Context) error {

@@ -51,6 +51,7 @@ func optimizeCommand() *cli.Command {
 			&cli.StringFlag{Name: "llm-replay-match", Value: llm.MatchSimilar, Usage: "how replayed replies are matched to prompts: similar (exact, numbers masked, then the closest), strict (exact or numbers masked) or purpose (each purpose's replies in recorded order)"},
 			&cli.StringFlag{Name: "events", Usage: "write one JSON line per step to `FILE` (run_started, round_started, candidate_verified, candidate_timed, promoted, round_finished, run_finished)"},
 			&cli.StringFlag{Name: "db", Usage: "run history `FILE` (default: KERNEL_DIR/.kagent/history.db)"},
+			noProgressFlag(),
 		}, slices.Concat(configFlags(), searchConfigFlags(), llmConfigFlags())...),
 		Action: runOptimize,
 	}
@@ -107,6 +108,7 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 	if err != nil {
 		return nil, err
 	}
+	p = checked(p, cfg.Python, cfg.PlatformKwargs)
 	set, err := promptSet(cfg)
 	if err != nil {
 		return nil, err
@@ -175,7 +177,6 @@ func runOptimize(c *cli.Context) error {
 	if d := c.String("llm-replay"); d != "" {
 		s.cfg.LLM.Replay, s.cfg.LLM.Record = absPath(d), ""
 	}
-	log := logger(c)
 	if !s.platform.Executes() || !search.Searches(s.cfg.Strategy) {
 		if resume != "" {
 			return usageError("--resume: the %s platform executes nothing; a dry run has nothing to resume", s.platform.Name())
@@ -185,8 +186,11 @@ func runOptimize(c *cli.Context) error {
 		if runDir == "" {
 			runDir = filepath.Join(s.task.Dir, ".kagent", "runs", runID)
 		}
-		return dryRun(c, s, runID, runDir, log)
+		return dryRun(c, s, runID, runDir, logger(c))
 	}
+	d := newDisplay(c)
+	defer d.Close()
+	log := logger(c)
 	client, err := llmClient(s.cfg, c.String("llm-replay-match"), log)
 	if err != nil {
 		return err
@@ -203,7 +207,7 @@ func runOptimize(c *cli.Context) error {
 	in := agent.RunInput{
 		Config: s.cfg, ConfigYAML: string(cfgYAML), Task: s.task, Platform: s.platform, Store: st, LLM: client,
 		Budget: agent.LLMConfig(s.cfg).Budget, Tuner: search.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}},
-		Progress: c.App.Writer, WriteOptimized: true, Logger: log, Prompts: s.prompts,
+		Progress: d.progress(c.App.Writer), WriteOptimized: true, Logger: log, Prompts: s.prompts,
 	}
 	if out := c.String("out"); out != "" {
 		in.RunDir = absPath(out)
@@ -216,6 +220,12 @@ func runOptimize(c *cli.Context) error {
 		defer f.Close()
 		in.Events = f
 	}
+	if ev := d.events(); ev != nil && in.Events != nil {
+		in.Events = io.MultiWriter(in.Events, ev)
+	} else if ev != nil {
+		in.Events = ev
+	}
+	d.start("kagent", "starting the Python workers")
 	sess, err := s.platform.Open(c.Context, s.task)
 	if err != nil {
 		return err
@@ -228,6 +238,7 @@ func runOptimize(c *cli.Context) error {
 	} else {
 		res, err = agent.Run(c.Context, in)
 	}
+	d.Close()
 	return optimizeOutcome(c, s, res, err)
 }
 

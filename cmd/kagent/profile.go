@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ func profileCommand() *cli.Command {
 			&cli.StringFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "kernel `DIR`: the folder holding problem.py and input.py (or kernel.py)"},
 			&cli.StringFlag{Name: "kernel", Usage: "profile this `FILE` instead of the kernel dir's input.py"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+			noProgressFlag(),
 		}, configFlags()...),
 		Action: runProfile,
 	}
@@ -40,7 +42,9 @@ type profileReport struct {
 }
 
 func runProfile(c *cli.Context) error {
-	s, sess, cand, err := openKernel(c, "profile")
+	d := newDisplay(c)
+	defer d.Close()
+	s, sess, cand, err := openKernel(c, "profile", d)
 	if err != nil {
 		return err
 	}
@@ -49,11 +53,13 @@ func runProfile(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	d.start("profile", "loading the problem, profiling "+filepath.Base(cand.Path))
 	start := time.Now()
 	m, err := sess.Profile(c.Context, cand)
 	if err != nil {
 		return err
 	}
+	d.Close()
 	rep := profileReport{Kernel: cand.Path, Platform: s.platform.Name(), GPU: specs.Name, Metrics: m,
 		Roofline: s.platform.Analyzer().Analyze(m, specs), Seconds: time.Since(start).Seconds()}
 	if f, err := sess.Floor(c.Context); err == nil {

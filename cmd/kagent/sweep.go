@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -37,7 +39,9 @@ func sweepCommand() *cli.Command {
 			"--shard i/n runs the i-th of n slices and writes shard-i-of-n.json; `kagent sweep merge DIR` then\n" +
 			"combines the shards into the report a single run would write; `kagent sweep status DIR` shows progress.\n\n" +
 			"Exit codes: 0 every problem has a final result, 1 some problem ended on an error (run again to retry),\n" +
-			"2 bad flags or configuration, 4 this machine lacks what the sweep needs, 130 interrupted (run again to resume).",
+			"2 bad flags or configuration, 4 this machine lacks what the sweep needs (it stops at the first problem that shows\n" +
+			"it lacks torch, triton, the OS sandbox or the LLM provider; a problem too large for the device's memory is an\n" +
+			"error of its own and the sweep goes on), 130 interrupted (run again to resume).",
 		Flags: slices.Concat(sweepFlags(), configFlags(), searchConfigFlags(), llmConfigFlags()),
 		Subcommands: []*cli.Command{
 			{
@@ -69,6 +73,7 @@ func sweepFlags() []cli.Flag {
 		&cli.StringFlag{Name: "llm-record", Usage: "save every LLM exchange as a JSON file in `DIR`"},
 		&cli.StringFlag{Name: "llm-replay", Usage: "serve LLM replies from a recorded `DIR` instead of calling a model"},
 		&cli.StringFlag{Name: "llm-replay-match", Value: llm.MatchSimilar, Usage: "how replayed replies are matched: " + strings.Join(llm.MatchRules, ", ")},
+		noProgressFlag(),
 	}
 }
 
@@ -149,6 +154,8 @@ func runSweep(c *cli.Context) error {
 
 // localSweep runs the sweep (or its shard) in this process.
 func localSweep(c *cli.Context, s *sweepSetup) error {
+	d := newDisplay(c)
+	defer d.Close()
 	log := logger(c)
 	set, err := promptSet(s.cfg)
 	if err != nil {
@@ -181,8 +188,18 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 		Tuner: search.KnobTuner{Finder: tune.Finder{Python: s.cfg.Python}}, Python: s.cfg.Python,
 		Seeds: c.Int("seeds"), Entry: c.String("entry"), Kernels: kernels, Prompts: set}
 	defer runner.Close()
+	// The machine's lacks stop the sweep through ctx (see lackRunner).
+	ctx, stop := context.WithCancelCause(c.Context)
+	defer stop(nil)
+	lr := &lackRunner{Runner: runner, stop: stop}
 	o := sweep.Options{Dir: s.dir, Source: s.source, Level: s.level, Selection: s.selection, Strategy: s.cfg.Strategy,
-		Shard: s.shard, Runner: runner, Workers: 1, Logger: log, Progress: c.App.Writer}
+		Shard: s.shard, Runner: lr, Workers: 1, Logger: log, Progress: c.App.Writer}
+	if d != nil {
+		// The problems' run lines show on the status line only: a sweep's
+		// output stays one line per finished problem.
+		runner.Progress = &lineWriter{d: d}
+		o.Runner = &shownRunner{Runner: lr, d: d}
+	}
 	switch so, ok := p.(sweep.SlotOpener); {
 	case c.IsSet("parallel"):
 		if c.Int("parallel") < 1 {
@@ -201,24 +218,77 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	}
 	fmt.Fprintf(w, "kagent: %s of %s (level %d, problems %s) on %s, strategy %s, into %s\n",
 		what, s.source, s.level, s.selection, p.Name(), s.cfg.Strategy, s.dir)
-	sum, err := sweep.Run(c.Context, o)
+	sum, err := sweep.Run(ctx, o)
+	d.Close()
+	// lacking: the machine lacks what every problem needs; the sweep stopped.
+	lacking := c.Context.Err() == nil && context.Cause(ctx) != nil
 	if err != nil && sum.Dir == "" {
+		if lacking {
+			return withCode(ExitUnavailable, context.Cause(ctx))
+		}
 		if errors.Is(err, sweep.ErrSelection) || errors.Is(err, sweep.ErrNoProblems) || errors.Is(err, sweep.ErrMismatch) {
 			return withCode(ExitUsage, err)
 		}
 		return err
 	}
 	printSummary(w, sum)
-	if err != nil {
+	switch {
+	case lacking:
+		return withCode(ExitUnavailable, fmt.Errorf("sweep stopped (run the same command again to resume it): %w", context.Cause(ctx)))
+	case err != nil:
 		if c.Context.Err() != nil {
 			fmt.Fprintf(c.App.ErrWriter, "kagent: sweep interrupted; run the same command again to resume it\n")
 		}
 		return err
 	}
-	if n := sum.Count(sweep.StatusError); n > 0 {
+	n := sum.Count(sweep.StatusError)
+	if big := lr.tooLarge(); len(big) > 0 {
+		msg := fmt.Sprintf("sweep: %d problem(s) need more device memory than this machine has (%s): "+
+			"time them at a smaller size or run them on a larger device", len(big), strings.Join(big, ", "))
+		if note := memoryLimitNote(); note != "" {
+			msg += " (" + note + ")"
+		}
+		return withCode(ExitUnavailable, fmt.Errorf("%s; %d other(s) ended on an error", msg, n-len(big)))
+	}
+	if n > 0 {
 		return withCode(ExitError, fmt.Errorf("sweep: %d problem(s) ended on an error; run the same command again to retry them", n))
 	}
 	return nil
+}
+
+// lackRunner stops a sweep at the first problem that shows this machine
+// lacks what every problem needs (torch, triton, the OS sandbox, the LLM
+// provider: the errors of exit code 4) instead of failing the rest the same
+// way; it notes the problems its device memory cannot hold, and the sweep
+// goes on with the others.
+type lackRunner struct {
+	sweep.Runner
+	stop context.CancelCauseFunc
+
+	mu  sync.Mutex
+	big []string // keys of the problems too large for the device
+}
+
+func (r *lackRunner) RunProblem(ctx context.Context, job sweep.Job) (sweep.ProblemResult, error) {
+	res, err := r.Runner.RunProblem(ctx, job)
+	if err == nil || ctx.Err() != nil {
+		return res, err
+	}
+	if le := asLack(err); le != nil && le.perProblem {
+		r.mu.Lock()
+		r.big = append(r.big, job.Problem.Key())
+		r.mu.Unlock()
+	} else if exitCode(err) == ExitUnavailable {
+		r.stop(err)
+	}
+	return res, err
+}
+
+// tooLarge lists the problems the device memory could not hold, sorted.
+func (r *lackRunner) tooLarge() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.big))
 }
 
 // printSummary prints what a sweep or a merge produced.
