@@ -24,6 +24,15 @@ const (
 	PlatformCPU  = "cpu"
 )
 
+// The cpu platform's Triton policy: the platform_kwargs key and its values
+// (kept equal to the cpu package's by platform/all's test).
+const (
+	CPUKwargTriton   = "triton"
+	CPUTritonAuto    = "auto"    // required exactly when triton is importable
+	CPUTritonRequire = "require" // always required
+	CPUTritonOff     = "off"     // plain torch candidates
+)
+
 // ExecutingPlatforms are the platforms that run kernels.
 func ExecutingPlatforms() []string {
 	var out []string

@@ -13,6 +13,23 @@ type Fault struct {
 
 func (f *Fault) Error() string { return f.Check + ": " + f.Reason }
 
+// Kinder is a backend error that names its kind, as a worker's error reply
+// does (platform/worker/PROTOCOL.md: "startup" for a worker that could not
+// start, "oom" for device memory, ...), with its message.
+type Kinder interface {
+	ErrorKind() (kind, message string)
+}
+
+// KindOf is the kind and message of the first Kinder in err's chain.
+func KindOf(err error) (kind, message string, ok bool) {
+	var k Kinder
+	if errors.As(err, &k) {
+		kind, message = k.ErrorKind()
+		return kind, message, true
+	}
+	return "", "", false
+}
+
 // Faulter is an error that can say whether it is a candidate's fault. A
 // backend's errors implement it; the first Faulter in an error's chain
 // decides (so an error that wraps a candidate's fault can say it is not one,

@@ -239,6 +239,11 @@ type SessionInfo struct {
 	// Specs are the GPU's specs as the session resolved them for its device
 	// (zero: ask Platform.Specs; see SpecsOf).
 	Specs roofline.Specs
+	// Runtime is set where a worker reported the Python stack it runs:
+	// Torch its torch version, Triton its triton version ("" where it
+	// cannot import triton).
+	Runtime       bool
+	Torch, Triton string
 }
 
 // Session is a platform bound to one kernel dir: the verifier, benchmarker and

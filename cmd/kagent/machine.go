@@ -10,10 +10,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/kagent-dev/kagent/configs"
 	"github.com/kagent-dev/kagent/kerneldir"
 	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/cpu"
-	"github.com/kagent-dev/kagent/platform/worker"
 	"github.com/kagent-dev/kagent/sweep"
 )
 
@@ -83,20 +82,20 @@ func asLack(err error) *lackError {
 	if errors.As(err, &le) {
 		return le
 	}
-	var re *worker.ReplyError
-	if !errors.As(err, &re) {
+	kind, message, ok := platform.KindOf(err)
+	if !ok {
 		return nil
 	}
 	switch {
-	case re.Kind == kindStartup && strings.Contains(re.Message, "No module named 'torch'"):
+	case kind == kindStartup && strings.Contains(message, "No module named 'torch'"):
 		return &lackError{what: "torch", why: "cannot import torch", fix: installHint("torch", ""), err: err}
-	case re.Kind == kindStartup && strings.Contains(re.Message, "No module named 'triton'"):
+	case kind == kindStartup && strings.Contains(message, "No module named 'triton'"):
 		return &lackError{what: "triton", why: "cannot import triton", fix: installHint("triton", ""), err: err}
-	case re.Kind == kindStartup:
-		return &lackError{what: "a working Python worker", why: "it failed to start: " + re.Message,
+	case kind == kindStartup:
+		return &lackError{what: "a working Python worker", why: "it failed to start: " + message,
 			fix: "kagent doctor shows what the Python and the device offer", err: err}
-	case re.Kind == kindOOM && errors.Is(err, platform.ErrProblem):
-		return &lackError{what: "the device memory this problem needs", why: re.Message, fix: memoryLimitNote(), perProblem: true, err: err}
+	case kind == kindOOM && errors.Is(err, platform.ErrProblem):
+		return &lackError{what: "the device memory this problem needs", why: message, fix: memoryLimitNote(), perProblem: true, err: err}
 	}
 	return nil
 }
@@ -108,9 +107,9 @@ func asLack(err error) *lackError {
 // input kernel's failure would read as the kernel's fault).
 func checked(p platform.Platform, python string, kwargs map[string]string) platform.Platform {
 	c := &checkedPlatform{Platform: p, python: python}
-	if p.Name() == cpu.Name {
-		c.tritonPolicy = cpu.TritonAuto
-		if v, ok := kwargs[cpu.KwargTriton]; ok {
+	if p.Name() == configs.PlatformCPU {
+		c.tritonPolicy = configs.CPUTritonAuto
+		if v, ok := kwargs[configs.CPUKwargTriton]; ok {
 			c.tritonPolicy = strings.ToLower(strings.TrimSpace(v))
 		}
 	}
@@ -142,8 +141,8 @@ func (p *checkedPlatform) check(s platform.Session, task *kerneldir.Task, err er
 		}
 		return nil, err
 	}
-	ws, ok := s.(*worker.Session)
-	if !ok || ws.Hello.Triton != nil {
+	about := s.About()
+	if !about.Runtime || about.Triton != "" {
 		return s, nil
 	}
 	need := p.needsTriton(task)
@@ -152,10 +151,10 @@ func (p *checkedPlatform) check(s platform.Session, task *kerneldir.Task, err er
 	}
 	_ = s.Close()
 	alsoOr := ""
-	if p.tritonPolicy == cpu.TritonRequire {
-		alsoOr = fmt.Sprintf("set platform_kwargs.%s=%s for kernels written in plain torch", cpu.KwargTriton, cpu.TritonOff)
+	if p.tritonPolicy == configs.CPUTritonRequire {
+		alsoOr = fmt.Sprintf("set platform_kwargs.%s=%s for kernels written in plain torch", configs.CPUKwargTriton, configs.CPUTritonOff)
 	}
-	return nil, &lackError{what: "triton", python: p.python, why: fmt.Sprintf("(torch %s) cannot import triton, and %s", ws.Hello.Torch, need),
+	return nil, &lackError{what: "triton", python: p.python, why: fmt.Sprintf("(torch %s) cannot import triton, and %s", about.Torch, need),
 		fix: installHint("triton", alsoOr)}
 }
 
@@ -164,8 +163,8 @@ func (p *checkedPlatform) needsTriton(task *kerneldir.Task) string {
 	switch {
 	case p.tritonPolicy == "":
 		return fmt.Sprintf("the %s platform runs Triton kernels", p.Name())
-	case p.tritonPolicy == cpu.TritonRequire:
-		return fmt.Sprintf("platform_kwargs.%s is %s", cpu.KwargTriton, cpu.TritonRequire)
+	case p.tritonPolicy == configs.CPUTritonRequire:
+		return fmt.Sprintf("platform_kwargs.%s is %s", configs.CPUKwargTriton, configs.CPUTritonRequire)
 	case task != nil && importsTriton(task.KernelSource):
 		return fmt.Sprintf("the kernel (%s) imports it", filepath.Base(task.KernelPath))
 	}

@@ -25,6 +25,10 @@ func TestRegistryIsTheConfigList(t *testing.T) {
 	if configs.PlatformCPU != cpu.Name {
 		t.Errorf("configs.PlatformCPU %q, cpu.Name %q", configs.PlatformCPU, cpu.Name)
 	}
+	if configs.CPUKwargTriton != cpu.KwargTriton || configs.CPUTritonAuto != cpu.TritonAuto ||
+		configs.CPUTritonRequire != cpu.TritonRequire || configs.CPUTritonOff != cpu.TritonOff {
+		t.Errorf("configs' cpu Triton policy names differ from the cpu platform's")
+	}
 	for _, n := range configs.GPUPlatforms {
 		if !slices.Contains(configs.PlatformNames, n) {
 			t.Errorf("GPU platform %q is not a platform", n)

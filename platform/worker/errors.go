@@ -28,6 +28,9 @@ type ReplyError struct {
 
 func (e *ReplyError) Error() string { return e.Kind + ": " + e.Message }
 
+// ErrorKind is the reply's kind and message (platform.Kinder).
+func (e *ReplyError) ErrorKind() (kind, message string) { return e.Kind, e.Message }
+
 // Fault: the worker rejected what the candidate did, with the check's name.
 func (e *ReplyError) Fault() (*platform.Fault, bool) {
 	return &platform.Fault{Check: e.Kind, Reason: e.Message}, true

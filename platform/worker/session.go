@@ -415,7 +415,12 @@ var (
 // About says where the session's candidates run: the device and isolation
 // its worker reported at start, and the specs resolved for that device.
 func (s *Session) About() platform.SessionInfo {
-	return platform.SessionInfo{Device: s.Hello.Device.Name, Isolation: s.Hello.Isolation(), Specs: s.Specs}
+	info := platform.SessionInfo{Device: s.Hello.Device.Name, Isolation: s.Hello.Isolation(), Specs: s.Specs,
+		Runtime: true, Torch: s.Hello.Torch}
+	if s.Hello.Triton != nil {
+		info.Triton = *s.Hello.Triton
+	}
+	return info
 }
 
 // Floor returns the roofline floor of one call of the problem on the
