@@ -134,7 +134,7 @@ func (d *display) events() io.Writer {
 	if d == nil {
 		return nil
 	}
-	return &eventWriter{d: d}
+	return eventWriter(d)
 }
 
 // keep prints a line that stays, where stdout is the terminal (elsewhere
@@ -201,14 +201,14 @@ func plural(n int) string {
 	return "s"
 }
 
-// eventWriter decodes a run's JSON-lines events for the display.
-type eventWriter struct {
-	d       *display
+// lineSplitter hands each complete line written to it to each.
+type lineSplitter struct {
 	mu      sync.Mutex
 	pending []byte
+	each    func(line []byte)
 }
 
-func (w *eventWriter) Write(p []byte) (int, error) {
+func (w *lineSplitter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pending = append(w.pending, p...)
@@ -217,36 +217,29 @@ func (w *eventWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			return len(p), nil
 		}
-		var ev agent.Event
-		if json.Unmarshal(w.pending[:i], &ev) == nil {
-			w.d.event(ev)
-		}
+		w.each(w.pending[:i])
 		w.pending = w.pending[i+1:]
 	}
+}
+
+// eventWriter decodes a run's JSON-lines events for the display.
+func eventWriter(d *display) io.Writer {
+	return &lineSplitter{each: func(line []byte) {
+		var ev agent.Event
+		if json.Unmarshal(line, &ev) == nil {
+			d.event(ev)
+		}
+	}}
 }
 
 // lineWriter shows each line written to it as the status line's detail (a
 // sweep's problem runs, whose plain lines a sweep does not print).
-type lineWriter struct {
-	d       *display
-	mu      sync.Mutex
-	pending []byte
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.pending = append(w.pending, p...)
-	for {
-		i := bytes.IndexByte(w.pending, '\n')
-		if i < 0 {
-			return len(p), nil
+func lineWriter(d *display) io.Writer {
+	return &lineSplitter{each: func(line []byte) {
+		if s := strings.TrimSpace(string(line)); s != "" {
+			d.line.Status(s)
 		}
-		if line := strings.TrimSpace(string(w.pending[:i])); line != "" {
-			w.d.line.Status(line)
-		}
-		w.pending = w.pending[i+1:]
-	}
+	}}
 }
 
 // shownRunner shows the problems a sweep runs on the status line; the

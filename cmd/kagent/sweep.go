@@ -197,7 +197,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	if d != nil {
 		// The problems' run lines show on the status line only: a sweep's
 		// output stays one line per finished problem.
-		runner.Progress = &lineWriter{d: d}
+		runner.Progress = lineWriter(d)
 		o.Runner = &shownRunner{Runner: lr, d: d}
 	}
 	switch so, ok := p.(sweep.SlotOpener); {
