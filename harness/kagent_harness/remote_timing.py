@@ -142,7 +142,7 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                                     what=f"{self.target.label}: a timed call")
             t1 = wall()
             self.walls.append((t1 - t0) * 1e3)
-            self._add_phase("timed_requests", t1 - t0)
+            self._add_part("timed_requests", t1 - t0)
             ms = _number(reply.get("ms"))
             self.note_host(_number(reply.get("host_ms")))
             if self.dev.is_cuda:
@@ -158,10 +158,10 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 self.violations.append(device_violations(out, s.ref, self.tol))
                 self.note_bits(s, out)
                 self.checked += 1
-                self._add_phase("rechecks", wall() - t1)
+                self._add_part("rechecks", wall() - t1)
             return (ms,)
 
-        def _add_phase(self, name: str, seconds: float) -> None:
+        def _add_part(self, name: str, seconds: float) -> None:
             """Where the timed phase went (``timed_parts``)."""
             self.parts[name] = self.parts.get(name, 0.0) + seconds
 
@@ -170,7 +170,7 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             try:
                 self._finish(marks)
             finally:
-                self._add_phase("inputs_intact", wall() - t0)
+                self._add_part("inputs_intact", wall() - t0)
 
         def _finish(self, marks: List[tuple]) -> None:
             self.times = [m[0] for m in marks]

@@ -182,6 +182,16 @@ class WorkerMemoryTest(TempFilesCase):
         return client.request("load_problem", timeout=300, problem_path=problem, seeds=SEEDS, dtype="fp32",
                               tf32="allow")
 
+    def _verify_and_bench(self, client: WorkerClient, pid: str, cand: str) -> Dict[str, Any]:
+        """Verify a candidate (it must pass) and time it (it must not fail); the timing's result."""
+        v = client.request("verify", timeout=300, problem_id=pid, candidate_path=cand, require_triton=False,
+                           check_launch=False)
+        self.assertTrue(v["ok"] and v["result"]["passed"], v)
+        b = client.request("bench", timeout=300, problem_id=pid, target="kernel", candidate_path=cand,
+                           require_triton=False, warmup_ms=1, rep_ms=1, min_reps=3, max_reps=3)
+        self.assertTrue(b["ok"] and b["result"]["failure"] == "", b)
+        return b["result"]
+
     def test_fewer_draws_under_a_memory_limit(self) -> None:
         # X = Y = 16 MiB, no parameters, no flush on CPU. Three draws need
         # 13 X + scratch, two 11 X + scratch.
@@ -229,16 +239,11 @@ class WorkerMemoryTest(TempFilesCase):
             info = load["result"]
             self.assertEqual(info["memory"]["buffer_sets"], 1, info)
             self.assertEqual(info["memory"]["kept_runners"], 2, info)
+            self.assertEqual(info["memory"]["max_buffer_sets"], memplan.MAX_SETS, info)
             pid = info["problem_id"]
             for k in range(4):
-                cand = self.write(CANDIDATE.format(k=k), f"kernel_{k}.py")
-                v = client.request("verify", timeout=300, problem_id=pid, candidate_path=cand,
-                                   require_triton=False, check_launch=False)
-                self.assertTrue(v["ok"] and v["result"]["passed"], v)
-                b = client.request("bench", timeout=300, problem_id=pid, target="kernel", candidate_path=cand,
-                                   require_triton=False, warmup_ms=1, rep_ms=1, min_reps=3, max_reps=3)
-                self.assertTrue(b["ok"] and b["result"]["failure"] == "", b)
-                self.assertEqual(b["result"]["sets"], 1, b["result"])
+                b = self._verify_and_bench(client, pid, self.write(CANDIDATE.format(k=k), f"kernel_{k}.py"))
+                self.assertEqual(b["sets"], 1, b)
                 m = client.request("memory")["result"]
                 self.assertLessEqual(m["candidates"], 2, m)
                 # One input buffer and one output buffer per kept runner.
@@ -274,13 +279,7 @@ class WorkerMemoryTest(TempFilesCase):
             pid = load["result"]["problem_id"]
             count = MAX_CANDIDATES + 4
             for k in range(count):
-                cand = self.write(CANDIDATE.format(k=k), f"kernel_{k}.py")
-                v = client.request("verify", timeout=300, problem_id=pid, candidate_path=cand,
-                                   require_triton=False, check_launch=False)
-                self.assertTrue(v["ok"] and v["result"]["passed"], v)
-                b = client.request("bench", timeout=300, problem_id=pid, target="kernel", candidate_path=cand,
-                                   require_triton=False, warmup_ms=1, rep_ms=1, min_reps=3, max_reps=3)
-                self.assertTrue(b["ok"] and b["result"]["failure"] == "", b)
+                self._verify_and_bench(client, pid, self.write(CANDIDATE.format(k=k), f"kernel_{k}.py"))
                 m = client.request("memory")
                 self.assertTrue(m["ok"], m)
                 readings.append(m["result"])
