@@ -55,13 +55,14 @@ type ProblemInfo struct {
 // MemoryPlan says how many draws a worker stores and why (the worker's
 // PROTOCOL.md, Memory): Note is empty when every requested draw fits.
 // BufferSets is how many copies of the inputs each candidate's runner holds
-// and KeptRunners how many runners the worker keeps between operations;
-// both shrink for large inputs.
+// (MaxBufferSets for inputs that are not large) and KeptRunners how many
+// runners the worker keeps between operations; both shrink for large inputs.
 type MemoryPlan struct {
-	Draws       int     `json:"draws"`
-	NeedBytes   float64 `json:"need_bytes"`
-	FreeBytes   float64 `json:"free_bytes"`
-	Note        string  `json:"note"`
-	BufferSets  int     `json:"buffer_sets"`
-	KeptRunners int     `json:"kept_runners"`
+	Draws         int     `json:"draws"`
+	NeedBytes     float64 `json:"need_bytes"`
+	FreeBytes     float64 `json:"free_bytes"`
+	Note          string  `json:"note"`
+	BufferSets    int     `json:"buffer_sets"`
+	MaxBufferSets int     `json:"max_buffer_sets"`
+	KeptRunners   int     `json:"kept_runners"`
 }

@@ -179,7 +179,7 @@ class Problem:
         if self.plan is None:
             return None
         out = self.plan.as_dict()
-        out.update({"buffer_sets": self.sets, "kept_runners": self.kept})
+        out.update({"buffer_sets": self.sets, "max_buffer_sets": memplan.MAX_SETS, "kept_runners": self.kept})
         return out
 
 

@@ -188,7 +188,7 @@ func (e *Engine) load(ctx context.Context, l *Lease) (string, error) {
 		if m.Note != "" {
 			e.logf("device memory is short for the problem", "plan", m.Note)
 		}
-		if m.BufferSets > 0 && m.BufferSets < maxBufferSets && e.opts.Log != nil {
+		if m.BufferSets < m.MaxBufferSets && e.opts.Log != nil {
 			e.opts.Log.Info("large inputs: fewer copies of them per candidate", "input_sets", m.BufferSets, "kept_runners", m.KeptRunners)
 		}
 	}
@@ -200,10 +200,6 @@ func (e *Engine) load(ctx context.Context, l *Lease) (string, error) {
 	e.mu.Unlock()
 	return info.ProblemID, nil
 }
-
-// maxBufferSets is the number of input copies a runner holds for small
-// problems (the harness's memplan.MAX_SETS).
-const maxBufferSets = 4
 
 // recycle replaces the leased worker by a fresh one; the problem is loaded
 // on it at its next use.
