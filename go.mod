@@ -1,4 +1,4 @@
-module github.com/kagent-dev/kagent
+module github.com/kagent-kernels/kagent
 
 go 1.26.0
 

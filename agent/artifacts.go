@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/prompts"
 )
 
 // artifacts writes a run's files under its run dir:

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/report"
-	"github.com/kagent-dev/kagent/internal/termtext"
+	"github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/internal/termtext"
 )
 
 // Event kinds written with --events (one JSON line each).

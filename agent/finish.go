@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // finish ends a run whose search stopped: the acceptance gate on the best,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/agent/store"
 )
 
 // candidateDir is where a candidate's artifacts live, relative to the run

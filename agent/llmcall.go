@@ -7,9 +7,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/prompts"
 )
 
 // Reply budgets per purpose, unless llm.max_tokens says otherwise.

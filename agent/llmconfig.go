@@ -3,8 +3,8 @@ package agent
 import (
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/configs"
 )
 
 // LLMConfig maps kagent's configuration onto the LLM layer's:

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/prompts"
-	"github.com/kagent-dev/kagent/roofline"
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/prompts"
+	"github.com/kagent-kernels/kagent/roofline"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // historyInPrompts is how many earlier attempts and reflections a prompt

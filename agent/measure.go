@@ -3,8 +3,8 @@ package agent
 import (
 	"context"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Failure names the loop itself gives (the harness and the platform's

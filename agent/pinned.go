@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/kerneldir"
 )
 
 // storeEventProblem records the SHA-256 of the problem (and test.py) a run

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/kerneldir"
 )
 
 // TestResumeChecksProblem: a run records the hashes of its problem.py and

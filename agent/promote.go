@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // Decision is the promotion rule's verdict on a candidate timed against the

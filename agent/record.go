@@ -3,7 +3,7 @@ package agent
 import (
 	"context"
 
-	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/agent/store"
 )
 
 // step is one result of a candidate's pipeline (a verdict, a timing, a

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/report"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/internal/relpath"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/internal/relpath"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // writeReport writes report.md, report.json and the plots into the run dir.

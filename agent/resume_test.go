@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
 )
 
 // killChildEnv carries the child's setup when TestKillAndResume re-executes

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/prompts"
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/prompts"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // fatalError marks an error that ends the run (a store or file write that

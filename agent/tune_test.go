@@ -10,15 +10,15 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/noop"
-	"github.com/kagent-dev/kagent/platform/worker"
-	"github.com/kagent-dev/kagent/roofline"
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/noop"
+	"github.com/kagent-kernels/kagent/platform/worker"
+	"github.com/kagent-kernels/kagent/roofline"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // fakeTuner proposes the test kernels as "knob variants".

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/search"
-	"github.com/kagent-dev/kagent/search/tune"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/search"
+	"github.com/kagent-kernels/kagent/search/tune"
 )
 
 // TestKnobTuner runs package tune on the rmsnorm example (the knob finder

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 func TestPromotionRule(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // Strategy names.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // TestEmbeddedConfigsLoadAndValidate: the embedded presets are one per

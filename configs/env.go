@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // EnvVar is one KAGENT_* environment variable.

@@ -16,7 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kagent-dev/kagent/internal/suggest"
+	"github.com/kagent-kernels/kagent/internal/suggest"
 )
 
 //go:embed strategies/*.yaml

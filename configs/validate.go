@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // PlatformNames are the platforms kagent has, as users name them (the

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/pythontest"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/cpu"
+	"github.com/kagent-kernels/kagent/internal/pythontest"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/cpu"
 )
 
 // exampleDirs lists every kernel dir of this folder (a folder with a problem.py).

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
 )
 
 //go:embed kagent_harness/*.py

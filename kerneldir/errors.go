@@ -3,7 +3,7 @@ package kerneldir
 import (
 	"errors"
 
-	"github.com/kagent-dev/kagent/harness"
+	"github.com/kagent-kernels/kagent/harness"
 )
 
 // Sentinel errors.

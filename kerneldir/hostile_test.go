@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/safefile"
+	"github.com/kagent-kernels/kagent/internal/safefile"
 )
 
 // loadSoon is load with a hang guard: a hostile dir must be refused, not

@@ -16,9 +16,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kagent-dev/kagent/harness"
-	"github.com/kagent-dev/kagent/internal/safefile"
-	"github.com/kagent-dev/kagent/internal/suggest"
+	"github.com/kagent-kernels/kagent/harness"
+	"github.com/kagent-kernels/kagent/internal/safefile"
+	"github.com/kagent-kernels/kagent/internal/suggest"
 )
 
 // File names of a kernel dir.

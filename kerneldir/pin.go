@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
-	"github.com/kagent-dev/kagent/internal/safefile"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/internal/safefile"
 )
 
 // Pinning. The problem (and test.py) are read from the kernel dir once, when

@@ -39,8 +39,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Candidate is one kernel to verify, time or profile.

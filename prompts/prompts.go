@@ -14,7 +14,7 @@ import (
 
 	"github.com/flosch/pongo2/v6"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Name names a template.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // TestUnplacedRooflineLeftOut: a kernel the roofline could not place (the

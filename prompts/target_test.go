@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 func TestNewTarget(t *testing.T) {

@@ -1,8 +1,8 @@
 package roofline_test
 
 import (
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Interface guards. They live in a test because platform imports roofline.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // The strategy of the package doc's "Adding a strategy", complete. In

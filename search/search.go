@@ -3,7 +3,7 @@ package search
 import (
 	"context"
 
-	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/agent/store"
 )
 
 // Phases of a run's search.

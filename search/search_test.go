@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 func cand(id string, ms float64, hash string) store.Candidate {

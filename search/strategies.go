@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/agent/store"
 )
 
 // The shipped strategies' names.

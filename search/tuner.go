@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kagent-dev/kagent/search/tune"
+	"github.com/kagent-kernels/kagent/search/tune"
 )
 
 // Variant is one knob setting of a kernel: its label ("BLOCK=2048,

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
-	"github.com/kagent-dev/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/store"
 )
 
 // TestLocalSweep runs the six test problems on the cpu platform with the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/llm"
 )
 
 // TestGPUTranscriptMatchesProblems: the scripted transcript of

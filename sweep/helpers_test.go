@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/cpu"
-	"github.com/kagent-dev/kagent/search"
-	"github.com/kagent-dev/kagent/search/tune"
+	"github.com/kagent-kernels/kagent/agent"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/cpu"
+	"github.com/kagent-kernels/kagent/search"
+	"github.com/kagent-kernels/kagent/search/tune"
 )
 
 // testSource is the folder of test problems (a KernelBench checkout's shape).

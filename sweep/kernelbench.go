@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
 )
 
 // KernelBench-compatible exports (kernelbench.md §2 "JSON formats"), so that

@@ -13,16 +13,16 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/agent/generate"
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/internal/atomicfile"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/prompts"
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/agent"
+	"github.com/kagent-kernels/kagent/agent/generate"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/prompts"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // SlotOpener is implemented by platforms that can bind a session to one

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 func TestFastP(t *testing.T) {

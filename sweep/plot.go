@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/kagent-dev/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/agent/report"
 )
 
 // Series names of the fast_p plot (legend entries, as prefixes).

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/agent/report"
 )
 
 // TimestampPrefix starts the one line of report.md that depends on when it

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // File formats this package writes (the "format" field of each file).

@@ -1,9 +1,9 @@
 package sweep
 
 import (
-	"github.com/kagent-dev/kagent/platform/cuda"
-	"github.com/kagent-dev/kagent/platform/rocm"
-	"github.com/kagent-dev/kagent/platform/xpu"
+	"github.com/kagent-kernels/kagent/platform/cuda"
+	"github.com/kagent-kernels/kagent/platform/rocm"
+	"github.com/kagent-kernels/kagent/platform/xpu"
 )
 
 // Interface guards: the GPU platforms run one problem per GPU in a sweep.

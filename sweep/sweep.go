@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/internal/relpath"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/internal/relpath"
 )
 
 // Runner runs one problem of a sweep to its result. The sweep calls it from

@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/prompts"
 )
 
 // Defaults.

@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
-	"github.com/kagent-dev/kagent/internal/safefile"
-	"github.com/kagent-dev/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/internal/safefile"
+	"github.com/kagent-kernels/kagent/kerneldir"
 )
 
 // DefaultOptions is the kagent.yaml Prepare writes: the defaults spelled out,

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kagent-dev/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
 )
 
 // TestMain lets the test binary serve as the sandbox's init: the runners of

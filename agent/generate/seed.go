@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/prompts"
 )
 
 // Failure names generation gives itself (the harness names the others).

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
 )
 
 // TestEstimateTokensAboveRealCounts holds the estimate to real token counts

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
 )
 
 // stub answers every call with a fixed usage and cost.

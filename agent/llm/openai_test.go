@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
 )
 
 func TestOpenAICompatibleRequestShape(t *testing.T) {

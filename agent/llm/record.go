@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kagent-dev/kagent/internal/safefile"
+	"github.com/kagent-kernels/kagent/internal/safefile"
 )
 
 // recordVersion is the format version of exchange files.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
 )
 
 func fakeCfg(srv *llmtest.Server) Config {

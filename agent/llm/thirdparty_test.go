@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
 )
 
 // countingTransport counts the requests the client sends.

@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Data is everything a report shows. Times are in milliseconds; a zero

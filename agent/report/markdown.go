@@ -6,8 +6,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/kagent-dev/kagent/internal/termtext"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/internal/termtext"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Markdown renders report.md: the summary first (best time, speedups over

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
 )
 
 // The files Write creates.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // crashEnv, when set, makes the test binary a crash child: it runs

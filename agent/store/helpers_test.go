@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // clock is a deterministic clock: every reading is one millisecond after the

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestResumeState builds a run stopped in the middle of round 1 with a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // TestProfiledEventMessage: the event of a profiled candidate gives its SOL

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // DefaultInputID is the candidate id of the input kernel when CreateRun is

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestRoundTrip writes every kind of record, reads it back through each

@@ -28,11 +28,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/sandbox"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/cuda"
-	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/cuda"
+	"github.com/kagent-kernels/kagent/platform/worker"
 )
 
 type options struct {

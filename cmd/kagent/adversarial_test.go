@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/pythontest"
+	"github.com/kagent-kernels/kagent/internal/pythontest"
 )
 
 // KnownEscapes lists the adversarial cases (platform/worker/testdata/adversarial)

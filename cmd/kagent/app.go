@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/internal/termtext"
-	"github.com/kagent-dev/kagent/prompts"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/internal/termtext"
+	"github.com/kagent-kernels/kagent/prompts"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=...".

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/internal/suggest"
+	"github.com/kagent-kernels/kagent/internal/suggest"
 )
 
 // interleaved reorders a command line so that flags may come anywhere, as

@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/internal/suggest"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/internal/suggest"
 )
 
 // The bash and zsh scripts ask kagent itself for the words that may come

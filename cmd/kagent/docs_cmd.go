@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
 )
 
 func docsCommand() *cli.Command {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/harness"
-	"github.com/kagent-dev/kagent/internal/sandbox"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/harness"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // llmKeyVars are the variables doctor reports as set or not (never their values).

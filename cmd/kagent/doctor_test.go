@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
 )
 
 func TestSandboxRow(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/internal/safefile"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/internal/safefile"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 func evalCommand() *cli.Command {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestPrintEvalHostBound: a GPU timing whose host time per call is close to

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/internal/pythontest"
+	"github.com/kagent-kernels/kagent/internal/pythontest"
 )
 
 // tritonKernelDir copies an example into a fresh folder (runs write into

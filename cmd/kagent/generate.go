@@ -11,15 +11,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/agent/generate"
-	"github.com/kagent-dev/kagent/agent/llm"
-	runreport "github.com/kagent-dev/kagent/agent/report"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/prompts"
-	"github.com/kagent-dev/kagent/search"
+	"github.com/kagent-kernels/kagent/agent/generate"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	runreport "github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/prompts"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 func generateCommand() *cli.Command {

@@ -10,10 +10,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/sweep"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/sweep"
 )
 
 // lackError says what this machine lacks for a run (torch, triton, device

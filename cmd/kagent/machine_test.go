@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/worker"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // pythonOutput runs a Python one-liner and returns its output, trimmed.

@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kagent-dev/kagent/internal/sandbox"
-	"github.com/kagent-dev/kagent/platform/all"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/platform/all"
 )
 
 func main() {

@@ -19,16 +19,16 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/agent/llm"
-	runreport "github.com/kagent-dev/kagent/agent/report"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/prompts"
-	"github.com/kagent-dev/kagent/search"
-	"github.com/kagent-dev/kagent/search/tune"
+	"github.com/kagent-kernels/kagent/agent"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	runreport "github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/prompts"
+	"github.com/kagent-kernels/kagent/search"
+	"github.com/kagent-kernels/kagent/search/tune"
 )
 
 func optimizeCommand() *cli.Command {

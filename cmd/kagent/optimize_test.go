@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
-	"github.com/kagent-dev/kagent/internal/proc/proctest"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/internal/proc/proctest"
 )
 
 // promoteRealGains is configuration for runs that must find fast.py faster

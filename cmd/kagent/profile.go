@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 func profileCommand() *cli.Command {

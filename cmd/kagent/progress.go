@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/internal/statusline"
-	"github.com/kagent-dev/kagent/sweep"
+	"github.com/kagent-kernels/kagent/agent"
+	"github.com/kagent-kernels/kagent/internal/statusline"
+	"github.com/kagent-kernels/kagent/sweep"
 )
 
 // spinEvery is how often the status line's spinner turns.

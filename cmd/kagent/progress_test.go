@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/internal/statusline"
+	"github.com/kagent-kernels/kagent/agent"
+	"github.com/kagent-kernels/kagent/internal/statusline"
 )
 
 // screenOf is what a terminal shows after raw: carriage returns, newlines

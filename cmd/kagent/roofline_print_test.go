@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/agent"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // TestPrintProfileNoPeaks: on a platform without peak figures (cpu),

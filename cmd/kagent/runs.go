@@ -12,9 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	runreport "github.com/kagent-dev/kagent/agent/report"
-	"github.com/kagent-dev/kagent/agent/store"
-	"github.com/kagent-dev/kagent/platform"
+	runreport "github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 func runsCommand() *cli.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // specsCommand is `kagent specs [NAME] [--json] [--specs-file FILE]`: the

@@ -14,15 +14,15 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kagent-dev/kagent/agent"
-	"github.com/kagent-dev/kagent/agent/generate"
-	"github.com/kagent-dev/kagent/agent/llm"
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/internal/suggest"
-	"github.com/kagent-dev/kagent/prompts"
-	"github.com/kagent-dev/kagent/search"
-	"github.com/kagent-dev/kagent/search/tune"
-	"github.com/kagent-dev/kagent/sweep"
+	"github.com/kagent-kernels/kagent/agent"
+	"github.com/kagent-kernels/kagent/agent/generate"
+	"github.com/kagent-kernels/kagent/agent/llm"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/internal/suggest"
+	"github.com/kagent-kernels/kagent/prompts"
+	"github.com/kagent-kernels/kagent/search"
+	"github.com/kagent-kernels/kagent/search/tune"
+	"github.com/kagent-kernels/kagent/sweep"
 )
 
 func sweepCommand() *cli.Command {

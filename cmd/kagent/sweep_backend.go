@@ -24,10 +24,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/sweep"
-	"github.com/kagent-dev/kagent/sweep/k8s"
-	"github.com/kagent-dev/kagent/sweep/slurm"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/sweep"
+	"github.com/kagent-kernels/kagent/sweep/k8s"
+	"github.com/kagent-kernels/kagent/sweep/slurm"
 )
 
 // Back-end names of --backend.

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kagent-dev/kagent/configs"
+	"github.com/kagent-kernels/kagent/configs"
 )
 
 // fakeSlurmPath puts fake sbatch, sacct, squeue and scontrol first on PATH:

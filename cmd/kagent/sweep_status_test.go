@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kagent-dev/kagent/sweep"
+	"github.com/kagent-kernels/kagent/sweep"
 )
 
 // doneRunner gives every problem a correct result without running it.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
 )
 
 // sweepServer is the fake LLM scripted for the sweep's test problems (see

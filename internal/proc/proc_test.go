@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/proc/proctest"
+	"github.com/kagent-kernels/kagent/internal/proc/proctest"
 )
 
 func sh(script string) Command {

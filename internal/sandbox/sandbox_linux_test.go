@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kagent-dev/kagent/internal/pythontest"
-	"github.com/kagent-dev/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/internal/pythontest"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
 )
 
 func TestMain(m *testing.M) {

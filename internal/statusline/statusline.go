@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/termtext"
+	"github.com/kagent-kernels/kagent/internal/termtext"
 )
 
 // Terminal control sequences: carriage return, and erase to the end of the

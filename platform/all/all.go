@@ -1,17 +1,17 @@
 // Package all links every platform into a binary: import it for its side
-// effects (`import _ "github.com/kagent-dev/kagent/platform/all"`), and call
+// effects (`import _ "github.com/kagent-kernels/kagent/platform/all"`), and call
 // Shutdown before the binary exits.
 package all
 
 import (
 	// Each platform registers itself in its init.
-	_ "github.com/kagent-dev/kagent/platform/cpu"
-	_ "github.com/kagent-dev/kagent/platform/cuda"
-	_ "github.com/kagent-dev/kagent/platform/noop"
-	_ "github.com/kagent-dev/kagent/platform/rocm"
-	_ "github.com/kagent-dev/kagent/platform/xpu"
+	_ "github.com/kagent-kernels/kagent/platform/cpu"
+	_ "github.com/kagent-kernels/kagent/platform/cuda"
+	_ "github.com/kagent-kernels/kagent/platform/noop"
+	_ "github.com/kagent-kernels/kagent/platform/rocm"
+	_ "github.com/kagent-kernels/kagent/platform/xpu"
 
-	"github.com/kagent-dev/kagent/platform/worker"
+	"github.com/kagent-kernels/kagent/platform/worker"
 )
 
 // Shutdown ends what the linked platforms keep for the life of the process

@@ -4,10 +4,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kagent-dev/kagent/configs"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/cpu"
-	"github.com/kagent-dev/kagent/platform/noop"
+	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/cpu"
+	"github.com/kagent-kernels/kagent/platform/noop"
 )
 
 // TestRegistryIsTheConfigList: the platforms a config may name are the ones

@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/worker"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Name is the registry name.

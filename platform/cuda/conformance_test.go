@@ -3,10 +3,10 @@ package cuda_test
 import (
 	"testing"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/cuda"
-	"github.com/kagent-dev/kagent/platform/gpu"
-	"github.com/kagent-dev/kagent/platform/platformtest"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/cuda"
+	"github.com/kagent-kernels/kagent/platform/gpu"
+	"github.com/kagent-kernels/kagent/platform/platformtest"
 )
 
 // TestConformance runs the conformance suite through the cuda platform.

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/worker"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/worker"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // toolTimeout bounds one run of a vendor tool (nvidia-smi, rocminfo).

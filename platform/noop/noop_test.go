@@ -5,10 +5,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/noop"
-	"github.com/kagent-dev/kagent/platform/platformtest"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/noop"
+	"github.com/kagent-kernels/kagent/platform/platformtest"
 )
 
 func TestConformance(t *testing.T) {

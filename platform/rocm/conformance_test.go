@@ -3,10 +3,10 @@ package rocm_test
 import (
 	"testing"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/gpu"
-	"github.com/kagent-dev/kagent/platform/platformtest"
-	"github.com/kagent-dev/kagent/platform/rocm"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/gpu"
+	"github.com/kagent-kernels/kagent/platform/platformtest"
+	"github.com/kagent-kernels/kagent/platform/rocm"
 )
 
 // TestConformance runs the conformance suite through the rocm platform.

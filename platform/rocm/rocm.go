@@ -15,14 +15,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/platform/gpu"
-	"github.com/kagent-dev/kagent/platform/worker"
-	"github.com/kagent-dev/kagent/profiler/kernels"
-	"github.com/kagent-dev/kagent/profiler/ncu"
-	"github.com/kagent-dev/kagent/profiler/rocprof"
-	"github.com/kagent-dev/kagent/profiler/synthetic"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform/gpu"
+	"github.com/kagent-kernels/kagent/platform/worker"
+	"github.com/kagent-kernels/kagent/profiler/kernels"
+	"github.com/kagent-kernels/kagent/profiler/ncu"
+	"github.com/kagent-kernels/kagent/profiler/rocprof"
+	"github.com/kagent-kernels/kagent/profiler/synthetic"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Name is the registry name.

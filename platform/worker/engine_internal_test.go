@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestMissingChecks: a pass counts only with every check passed or skipped;

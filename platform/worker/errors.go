@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // Sentinel errors.

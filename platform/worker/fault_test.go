@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestFaults: the worker's errors say whether they are the candidate's fault

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kagent-dev/kagent/harness"
-	"github.com/kagent-dev/kagent/internal/proc"
+	"github.com/kagent-kernels/kagent/harness"
+	"github.com/kagent-kernels/kagent/internal/proc"
 )
 
 // A fork server is a Python process that has imported torch, triton and the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // memorySession opens a cpu session on the problem file in dir.

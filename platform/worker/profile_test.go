@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // loadedProfiler records whether the session's worker still held the

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestReopenBindsWarmWorkersToAnotherProblem: a session reopened on another

@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kagent-dev/kagent/harness"
-	"github.com/kagent-dev/kagent/internal/proc"
-	"github.com/kagent-dev/kagent/internal/sandbox"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/harness"
+	"github.com/kagent-kernels/kagent/internal/proc"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/platform"
 	"golang.org/x/sys/unix"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/sandbox"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestRunnersSandboxed: where the machine can sandbox, a worker's runners

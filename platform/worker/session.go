@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/harness"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/profiler/synthetic"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/harness"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/profiler/synthetic"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // SessionConfig describes a worker-backed session.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestTwoWorkersSpreadCandidates runs the scheduling path of a multi-GPU

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/pythontest"
-	"github.com/kagent-dev/kagent/kerneldir"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/internal/pythontest"
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // suiteEntry is one case of testdata/suite.json.

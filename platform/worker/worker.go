@@ -20,9 +20,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kagent-dev/kagent/harness"
-	"github.com/kagent-dev/kagent/internal/proc"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/harness"
+	"github.com/kagent-kernels/kagent/internal/proc"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // Options configure one worker process.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/harness"
+	"github.com/kagent-kernels/kagent/harness"
 )
 
 func python(t *testing.T) string {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Aggregate folds the launches of one call into roofline metrics: times,

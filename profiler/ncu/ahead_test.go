@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/proc/proctest"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/internal/proc/proctest"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // aheadProblem and aheadCandidate run on a CPU torch; the candidate's

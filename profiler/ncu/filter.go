@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/kagent-dev/kagent/profiler/kernels"
+	"github.com/kagent-kernels/kagent/profiler/kernels"
 )
 
 // Filter selects the launches that belong to the candidate: its own Triton

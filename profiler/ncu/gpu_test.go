@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 const gpuProblem = `

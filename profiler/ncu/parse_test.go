@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/kagent-dev/kagent/profiler/kernels"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/profiler/kernels"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 func parseFile(t *testing.T, name string) *Report {

@@ -32,10 +32,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/profiler/kernels"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/profiler/kernels"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Config sets up a Profiler for one problem on one GPU.

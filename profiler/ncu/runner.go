@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/proc"
+	"github.com/kagent-kernels/kagent/internal/proc"
 )
 
 // Defaults of a Runner.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/proc/proctest"
-	"github.com/kagent-dev/kagent/platform"
+	"github.com/kagent-kernels/kagent/internal/proc/proctest"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // fakeNCU copies testdata/fake-ncu into a temp dir (so the executable bit

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/profiler/rocprof"
-	"github.com/kagent-dev/kagent/profiler/synthetic"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/profiler/rocprof"
+	"github.com/kagent-kernels/kagent/profiler/synthetic"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // How a platform package wires the profiler: platform_kwargs give the

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kagent-dev/kagent/profiler/kernels"
+	"github.com/kagent-kernels/kagent/profiler/kernels"
 )
 
 // Filter selects the dispatches that belong to the candidate: its own

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Source is the Metrics.Source of rocprof metrics.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // Pass is one rocprofv3 run of the program: the kernel trace (no

@@ -46,10 +46,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/profiler/kernels"
-	"github.com/kagent-dev/kagent/profiler/synthetic"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/profiler/kernels"
+	"github.com/kagent-kernels/kagent/profiler/synthetic"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // platform_kwargs keys read by Config.ApplyKwargs.

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kagent-dev/kagent/internal/proc/proctest"
-	"github.com/kagent-dev/kagent/platform"
-	"github.com/kagent-dev/kagent/profiler/synthetic"
-	"github.com/kagent-dev/kagent/roofline"
+	"github.com/kagent-kernels/kagent/internal/proc/proctest"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/profiler/synthetic"
+	"github.com/kagent-kernels/kagent/roofline"
 )
 
 // These tests run real subprocesses: the fake rocprofv3 executables under

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/proc"
+	"github.com/kagent-kernels/kagent/internal/proc"
 )
 
 // Defaults of a Runner and a Profiler.

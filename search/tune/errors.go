@@ -3,7 +3,7 @@ package tune
 import (
 	"errors"
 
-	"github.com/kagent-dev/kagent/harness"
+	"github.com/kagent-kernels/kagent/harness"
 )
 
 // Sentinel errors. Test with errors.Is.

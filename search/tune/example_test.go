@@ -3,7 +3,7 @@ package tune_test
 import (
 	"fmt"
 
-	"github.com/kagent-dev/kagent/search/tune"
+	"github.com/kagent-kernels/kagent/search/tune"
 )
 
 // Variants edits the knobs' literals in place; Knobs (which needs Python)

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/harness"
+	"github.com/kagent-kernels/kagent/harness"
 )
 
 // Kind is what a knob controls; it picks the knob's search space.

@@ -3,7 +3,7 @@ package k8s_test
 import (
 	"fmt"
 
-	"github.com/kagent-dev/kagent/sweep/k8s"
+	"github.com/kagent-kernels/kagent/sweep/k8s"
 )
 
 func ExampleManifest() {

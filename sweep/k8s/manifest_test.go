@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kagent-dev/kagent/sweep/k8s"
+	"github.com/kagent-kernels/kagent/sweep/k8s"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

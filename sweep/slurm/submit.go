@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kagent-dev/kagent/internal/atomicfile"
+	"github.com/kagent-kernels/kagent/internal/atomicfile"
 )
 
 // Job is the record of a submitted array job, kept in DIR/slurm/job.json.
