@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v2"
@@ -58,6 +57,31 @@ else
 fi
 `
 
+// The fish script asks kagent the same way: urfave/cli's own fish script
+// matches subcommands by name anywhere on the line (so "list" and "show"
+// of configs and runs mix) and turns off file completion for flags that
+// take a path.
+const fishCompletion = `# fish completion for kagent.
+# Load it now:      kagent completion fish | source
+# or for good:      kagent completion fish > ~/.config/fish/completions/kagent.fish
+function __kagent_complete
+    set -l line (commandline -opc)
+    set -l cur (commandline -ct)
+    set -l opts
+    if string match -q -- '-*' "$cur"
+        set opts ($line $cur --generate-bash-completion 2>/dev/null)
+    else
+        set opts ($line --generate-bash-completion 2>/dev/null)
+    end
+    if test (count $opts) -gt 0
+        printf '%s\n' $opts
+    else
+        __fish_complete_path "$cur"
+    end
+end
+complete -c kagent -f -a '(__kagent_complete)'
+`
+
 // shells are the shells `kagent completion` writes a script for.
 var shells = []string{"bash", "zsh", "fish"}
 
@@ -89,10 +113,7 @@ func writeCompletion(app *cli.App, w io.Writer, shell string) error {
 	case "zsh":
 		script = zshCompletion
 	case "fish":
-		var err error
-		if script, err = app.ToFishCompletion(); err != nil {
-			return fmt.Errorf("completion fish: %w", err)
-		}
+		script = fishCompletion
 	default:
 		if s := suggest.Closest(shell, shells); s != "" {
 			return usageError("completion: unknown shell %q; did you mean %q?", shell, s)
