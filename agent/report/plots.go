@@ -169,14 +169,13 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 	p.Title.Text = "Candidates on the roofline: " + d.GPU.Name
 	p.X.Label.Text = "arithmetic intensity (FLOP/byte)"
 	p.Y.Label.Text = "achieved GFLOP/s"
-	p.Legend.Top = true
-	p.Legend.Left = true
+	// The legend sits bottom right, below the compute roof at high
+	// intensity, where a kernel seldom lands; top left it covers the
+	// memory roof.
+	p.Legend.Top = false
+	p.Legend.Left = false
 	p.Add(plotter.NewGrid())
 
-	type point struct {
-		xy plotter.XY
-		id string
-	}
 	var input, cands, best []point
 	xlo, xhi, ylo, yhi := math.Inf(1), 0.0, math.Inf(1), 0.0
 	for i, c := range d.Candidates {
@@ -247,6 +246,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 		p.Add(l)
 		p.Legend.Add(LegendText(p, fmt.Sprintf("%s %.4g TFLOP/s %s", SeriesComputeRoof, d.GPU.PeakTFLOPS, d.DType)), l)
 	}
+	labelled := labelledPoints(xlo, xhi, ylo, yhi, best, input, cands)
 	for _, s := range []struct {
 		name  string
 		pts   []point
@@ -260,9 +260,13 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 			continue
 		}
 		xys := make(plotter.XYs, len(s.pts))
-		ids := make([]string, len(s.pts))
+		var lxys plotter.XYs
+		var ids []string
 		for i, pt := range s.pts {
-			xys[i], ids[i] = pt.xy, pt.id
+			xys[i] = pt.xy
+			if labelled[pt.id] {
+				lxys, ids = append(lxys, pt.xy), append(ids, pt.id)
+			}
 		}
 		sc, err := plotter.NewScatter(xys)
 		if err != nil {
@@ -271,8 +275,8 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 		sc.GlyphStyle = s.style
 		p.Add(sc)
 		p.Legend.Add(s.name, sc)
-		if len(d.Candidates) <= 40 {
-			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: ids})
+		if len(ids) > 0 {
+			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: lxys, Labels: ids})
 			if err != nil {
 				return nil, fmt.Errorf("roofline plot: %w", err)
 			}
@@ -287,6 +291,46 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xlo, xhi, ylo, yhi
 	return p, nil
+}
+
+// point is a candidate placed on the roofline.
+type point struct {
+	xy plotter.XY
+	id string
+}
+
+// labelledPoints picks the points whose ids the roofline plot writes next
+// to them: the best first, then the input, then the other candidates, each
+// only where its label would not cover one already written (labels of
+// nearby points ran into one another). Nothing is labelled on a plot of
+// more than 40 points. Positions compare on the plot's log scales, as
+// fractions of its width and height.
+func labelledPoints(xlo, xhi, ylo, yhi float64, series ...[]point) map[string]bool {
+	const maxLabelled, labelW, labelH = 40, 0.08, 0.035
+	n := 0
+	for _, s := range series {
+		n += len(s)
+	}
+	out := map[string]bool{}
+	if n > maxLabelled {
+		return out
+	}
+	frac := func(v, lo, hi float64) float64 { return math.Log(v/lo) / math.Log(hi/lo) }
+	var placed [][2]float64
+	for _, s := range series {
+	next:
+		for _, pt := range s {
+			x, y := frac(pt.xy.X, xlo, xhi), frac(pt.xy.Y, ylo, yhi)
+			for _, q := range placed {
+				if math.Abs(x-q[0]) < labelW && math.Abs(y-q[1]) < labelH {
+					continue next
+				}
+			}
+			placed = append(placed, [2]float64{x, y})
+			out[pt.id] = true
+		}
+	}
+	return out
 }
 
 // messagePlot is a plot with a title and one line of text in place of
