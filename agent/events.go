@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/internal/termtext"
 )
 
@@ -167,12 +168,12 @@ func ProgressLine(ev Event) string {
 }
 
 func speedups(ev Event) string {
-	parts := []string{fmt.Sprintf("%.2fx input", ev.SpeedupVsInput)}
+	parts := []string{ratio.String(ev.SpeedupVsInput) + "x input"}
 	if ev.SpeedupVsEager > 0 {
-		parts = append(parts, fmt.Sprintf("%.2fx eager", ev.SpeedupVsEager))
+		parts = append(parts, ratio.String(ev.SpeedupVsEager)+"x eager")
 	}
 	if ev.SpeedupVsCompile > 0 {
-		parts = append(parts, fmt.Sprintf("%.2fx compile", ev.SpeedupVsCompile))
+		parts = append(parts, ratio.String(ev.SpeedupVsCompile)+"x compile")
 	}
 	return strings.Join(parts, ", ")
 }

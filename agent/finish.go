@@ -10,6 +10,7 @@ import (
 
 	"github.com/kagent-kernels/kagent/agent/llm"
 	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/platform"
 )
 
@@ -164,15 +165,15 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 	res.Representative = best.Timing != nil && best.Timing.Representative
 	b := best.MedianMS()
 	if b > 0 {
-		res.SpeedupVsInput = ratio(res.Input.Timing.MedianMS, b)
+		res.SpeedupVsInput = ratio.Of(res.Input.Timing.MedianMS, b)
 		if l.eager != nil && l.eager.Unavailable == "" {
-			res.SpeedupVsEager = ratio(l.eager.MedianMS, b)
+			res.SpeedupVsEager = ratio.Of(l.eager.MedianMS, b)
 		}
 		if l.compile != nil && l.compile.Unavailable == "" {
-			res.SpeedupVsCompile = ratio(l.compile.MedianMS, b)
+			res.SpeedupVsCompile = ratio.Of(l.compile.MedianMS, b)
 		}
 		if res.FloorMS > 0 {
-			res.FloorFraction = ratio(res.FloorMS, b)
+			res.FloorFraction = ratio.Of(res.FloorMS, b)
 		}
 	}
 	return res
@@ -189,23 +190,16 @@ func (l *loop) kernelOf(c store.Candidate) Kernel {
 	return k
 }
 
-func ratio(a, b float64) float64 {
-	if a <= 0 || b <= 0 {
-		return 0
-	}
-	return a / b
-}
-
 // speedupEvent fills an event's best fields from kernel c.
 func (l *loop) speedupEvent(ev Event, c store.Candidate) Event {
 	ev.BestID, ev.BestMS = c.ID, c.MedianMS()
 	if ev.BestMS > 0 {
-		ev.SpeedupVsInput = ratio(l.input.MedianMS(), ev.BestMS)
+		ev.SpeedupVsInput = ratio.Of(l.input.MedianMS(), ev.BestMS)
 		if l.eager != nil && l.eager.Unavailable == "" {
-			ev.SpeedupVsEager = ratio(l.eager.MedianMS, ev.BestMS)
+			ev.SpeedupVsEager = ratio.Of(l.eager.MedianMS, ev.BestMS)
 		}
 		if l.compile != nil && l.compile.Unavailable == "" {
-			ev.SpeedupVsCompile = ratio(l.compile.MedianMS, ev.BestMS)
+			ev.SpeedupVsCompile = ratio.Of(l.compile.MedianMS, ev.BestMS)
 		}
 	}
 	return ev

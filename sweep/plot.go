@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/internal/ratio"
 )
 
 // Series names of the fast_p plot (legend entries, as prefixes).
@@ -96,7 +97,7 @@ func Plot(m Manifest, results []ProblemResult) ([]byte, error) {
 		g, n := GeoMean(s.outs)
 		label := s.name
 		if n > 0 {
-			label = fmt.Sprintf("%s (geomean %.2fx over %d)", s.name, g, n)
+			label = fmt.Sprintf("%s (geomean %sx over %d)", s.name, ratio.String(g), n)
 		}
 		p.Legend.Add(report.LegendText(p, label), l, sc)
 	}

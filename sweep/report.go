@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kagent-kernels/kagent/agent/report"
+	"github.com/kagent-kernels/kagent/internal/ratio"
 )
 
 // TimestampPrefix starts the one line of report.md that depends on when it
@@ -283,7 +284,7 @@ func geoCell(outs []Outcome, have bool, why string) string {
 	if n == 0 {
 		return "n/a (no correct problem)"
 	}
-	return fmt.Sprintf("**%.2f×** (%d problems)", g, n)
+	return fmt.Sprintf("**%s×** (%d problems)", ratio.String(g), n)
 }
 
 func statusCell(r ProblemResult) string {
@@ -403,7 +404,7 @@ func speedupCell(s float64) string {
 	if s <= 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.2f×", s)
+	return ratio.String(s) + "×"
 }
 
 func countCell(n int) string {

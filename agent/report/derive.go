@@ -2,8 +2,9 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
+
+	"github.com/kagent-kernels/kagent/internal/ratio"
 )
 
 // derived holds the numbers every output shows, computed once from Data.
@@ -83,23 +84,15 @@ func (d Data) kernelDir() string {
 	return d.KernelDir
 }
 
-// ratio is a/b, or 0 when either is not a positive finite number.
-func ratio(a, b float64) float64 {
-	if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) {
-		return 0
-	}
-	return a / b
-}
-
 // speedups of a time over eager, torch.compile and the input kernel
 // (baseline time / time; 0 when either is unknown).
 func (d Data) speedups(ms float64) (eager, compile, input float64) {
 	b := d.Baselines
-	return ratio(b.Eager.MedianMS, ms), ratio(b.Compile.MedianMS, ms), ratio(b.Input.MedianMS, ms)
+	return ratio.Of(b.Eager.MedianMS, ms), ratio.Of(b.Compile.MedianMS, ms), ratio.Of(b.Input.MedianMS, ms)
 }
 
 // floorFraction is the floor over a time: 1 means at the physical limit.
-func (d Data) floorFraction(ms float64) float64 { return ratio(d.Work.FloorMS, ms) }
+func (d Data) floorFraction(ms float64) float64 { return ratio.Of(d.Work.FloorMS, ms) }
 
 // placement is a candidate's position on the roofline.
 type placement struct {
@@ -119,10 +112,10 @@ func (d Data) place(c Candidate) placement {
 		flops = d.Work.FLOPs
 	}
 	ms := c.Time.MedianMS
-	p := placement{Intensity: ratio(flops, bytes)}
+	p := placement{Intensity: ratio.Of(flops, bytes)}
 	if ms > 0 {
-		p.GBs = ratio(bytes, ms*1e6)
-		p.GFLOPs = ratio(flops, ms*1e6)
+		p.GBs = ratio.Of(bytes, ms*1e6)
+		p.GFLOPs = ratio.Of(flops, ms*1e6)
 	}
 	return p
 }

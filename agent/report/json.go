@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/kagent-kernels/kagent/internal/ratio"
 )
 
 // Schema names the version of report.json's layout. Fields are only ever
@@ -222,7 +224,7 @@ func JSON(d Data) ([]byte, error) {
 		GPU: jsonGPU{Name: d.GPU.Name, Units: d.GPU.Units, MemBWGBs: num(d.GPU.MemBWGBs),
 			PeakTFLOPS: num(d.GPU.PeakTFLOPS), MemGB: num(d.GPU.MemGB), L2MB: num(d.GPU.L2MB)},
 		Work: jsonWork{Bytes: num(d.Work.Bytes), FLOPs: num(d.Work.FLOPs), FloorMS: num(d.Work.FloorMS),
-			Intensity: num(ratio(d.Work.FLOPs, d.Work.Bytes))},
+			Intensity: num(ratio.Of(d.Work.FLOPs, d.Work.Bytes))},
 		Baselines: jsonBaselines{Eager: timing(d.Baselines.Eager), Compile: timing(d.Baselines.Compile),
 			Input: timing(d.Baselines.Input)},
 		StopReason: d.StopReason,

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/internal/termtext"
 	"github.com/kagent-kernels/kagent/roofline"
 )
@@ -289,9 +290,9 @@ func fmtSpeedup(s float64) string {
 	case s <= 0:
 		return "n/a"
 	case s >= 1:
-		return fmt.Sprintf("%.2f× faster", s)
+		return ratio.String(s) + "× faster"
 	default:
-		return fmt.Sprintf("%.2f× (slower)", s)
+		return ratio.String(s) + "× (slower)"
 	}
 }
 
@@ -300,7 +301,7 @@ func fmtX(s float64) string {
 	if s <= 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.2f×", s)
+	return ratio.String(s) + "×"
 }
 
 func fmtPct(p float64) string {

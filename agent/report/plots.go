@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/roofline"
 )
 
@@ -199,7 +200,7 @@ func rooflinePlot(d Data) (*plot.Plot, error) {
 		}
 	}
 	bw, peak := d.GPU.MemBWGBs, d.GPU.PeakTFLOPS*1000 // GB/s, GFLOP/s
-	ridge := ratio(peak, bw)
+	ridge := ratio.Of(peak, bw)
 	if ridge > 0 {
 		xlo, xhi = math.Min(xlo, ridge/8), math.Max(xhi, ridge*8)
 	}

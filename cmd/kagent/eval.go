@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/internal/safefile"
 	"github.com/kagent-kernels/kagent/platform"
 )
@@ -225,7 +226,7 @@ func printEval(w io.Writer, r evalReport) {
 			var parts []string
 			for _, b := range []string{"eager", "compile"} {
 				if x, ok := r.SpeedupVs[b]; ok {
-					parts = append(parts, fmt.Sprintf("%.2fx vs %s", x, b))
+					parts = append(parts, ratio.String(x)+"x vs "+b)
 				}
 			}
 			sp = strings.Join(parts, ", ")

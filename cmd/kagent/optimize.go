@@ -24,6 +24,7 @@ import (
 	runreport "github.com/kagent-kernels/kagent/agent/report"
 	"github.com/kagent-kernels/kagent/agent/store"
 	"github.com/kagent-kernels/kagent/configs"
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/kerneldir"
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/prompts"
@@ -286,12 +287,12 @@ func printResult(w io.Writer, res agent.Result) {
 	row("compile", res.Compile, "")
 	row("input", &res.Input.Timing, "")
 	var parts []string
-	parts = append(parts, fmt.Sprintf("%.2fx input", res.SpeedupVsInput))
+	parts = append(parts, ratio.String(res.SpeedupVsInput)+"x input")
 	if res.SpeedupVsEager > 0 {
-		parts = append(parts, fmt.Sprintf("%.2fx eager", res.SpeedupVsEager))
+		parts = append(parts, ratio.String(res.SpeedupVsEager)+"x eager")
 	}
 	if res.SpeedupVsCompile > 0 {
-		parts = append(parts, fmt.Sprintf("%.2fx compile", res.SpeedupVsCompile))
+		parts = append(parts, ratio.String(res.SpeedupVsCompile)+"x compile")
 	}
 	row("best "+res.Best.ID, &res.Best.Timing, strings.Join(parts, ", "))
 	_ = t.flush()

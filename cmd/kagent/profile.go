@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/roofline"
 )
@@ -109,7 +110,7 @@ func printProfile(w io.Writer, r profileReport) {
 		t.row("its traffic at peak", fmt.Sprintf("%.4f ms (the bytes and FLOPs this kernel moved, at peak rates)", rl.FloorMS))
 	}
 	if r.ProblemFloorMS > 0 && m.TimeMS > 0 {
-		t.row("problem floor", fmt.Sprintf("%.4f ms (inputs read and outputs written once; the kernel takes %.2fx)", r.ProblemFloorMS, m.TimeMS/r.ProblemFloorMS))
+		t.row("problem floor", fmt.Sprintf("%.4f ms (inputs read and outputs written once; the kernel takes %sx)", r.ProblemFloorMS, ratio.String(m.TimeMS/r.ProblemFloorMS)))
 	}
 	_ = t.flush()
 	for _, wr := range append(append([]string(nil), rl.Warnings...), m.Warnings...) {

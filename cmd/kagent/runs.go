@@ -14,6 +14,7 @@ import (
 
 	runreport "github.com/kagent-kernels/kagent/agent/report"
 	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/platform"
 )
 
@@ -80,7 +81,7 @@ func runsList(c *cli.Context) error {
 			if b, err := st.Candidate(c.Context, r.ID, r.BestID); err == nil && b.MedianMS() > 0 {
 				bestMS = fmt.Sprintf("%.4f", b.MedianMS())
 				if r.Baselines.Input != nil && r.Baselines.Input.MedianMS > 0 {
-					speedup = fmt.Sprintf("%.2fx", r.Baselines.Input.MedianMS/b.MedianMS())
+					speedup = ratio.String(r.Baselines.Input.MedianMS/b.MedianMS()) + "x"
 				}
 			}
 		}
