@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 //
 //   - retried: HTTP 429 and every 5xx, transport errors (connection refused or
 //     reset, a reply cut off mid-body) and an attempt that ran past the
-//     per-call timeout;
+//     per-call timeout; not a host name that does not resolve;
 //   - never retried: every other status (400, 401, 403, 404, ...), requests
 //     the client library refused before sending, unreadable replies, and the
 //     caller's own cancellation or deadline;
@@ -99,7 +100,11 @@ func classify(provider string, err error, ci *callInfo, parent, attempt context.
 	case errors.Is(attempt.Err(), context.DeadlineExceeded):
 		return attemptError{err: fmt.Errorf("attempt timed out after %s: %w", timeout, err), retryable: true}
 	case netErr != nil:
-		return attemptError{err: fmt.Errorf("transport: %w", err), retryable: true, unreachable: true}
+		// A host name that does not resolve (misspelt, or no network) does
+		// not heal within a retry's wait: give up at once.
+		var dns *net.DNSError
+		notFound := (errors.As(netErr, &dns) || errors.As(err, &dns)) && dns.IsNotFound
+		return attemptError{err: fmt.Errorf("transport: %w", err), retryable: !notFound, unreachable: true}
 	case !sent:
 		return attemptError{err: err} // refused by the client library before sending
 	default:

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -251,3 +252,39 @@ func TestBackoffIsCappedAndJittered(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRetryOnUnknownHost: a host name that does not resolve ends the call
+// at once as an unreachable provider; a refused connection is retried.
+func TestNoRetryOnUnknownHost(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		attempts int
+	}{
+		{"no such host", &net.DNSError{Err: "no such host", Name: "llm.example.invalid", IsNotFound: true}, 1},
+		{"resolver timed out", &net.DNSError{Err: "i/o timeout", Name: "llm.example.invalid", IsTimeout: true}, 4},
+		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
+				calls.Add(1)
+				return nil, tc.err
+			})
+			cfg := Config{Provider: "openai", BaseURL: "http://llm.example.invalid/v1", Model: "fake",
+				Retry: RetryPolicy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: 8 * time.Second}}
+			c, _ := newClient(t, cfg, WithTransport(rt))
+			_, err := c.Complete(context.Background(), user("x"))
+			if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "llm.example.invalid") {
+				t.Errorf("err = %v, want an unreachable provider naming its URL", err)
+			}
+			if int(calls.Load()) != tc.attempts {
+				t.Errorf("%d attempts, want %d", calls.Load(), tc.attempts)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
