@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -122,6 +123,9 @@ func usageErrors(app *cli.App, cmds []*cli.Command, parents string) {
 			if msg, ok := unknownFlag(err, flags, "kagent "+full+" --help"); ok {
 				return usageError("%s: %s", full, msg)
 			}
+			if msg, ok := badFlagValue(err, flags); ok {
+				return usageError("%s: %s (see kagent %s --help)", full, msg, full)
+			}
 			return usageError("%s: %v (see kagent %s --help)", full, err, full)
 		}
 		usageErrors(app, c.Subcommands, full)
@@ -146,6 +150,40 @@ func unknownFlag(err error, flags []cli.Flag, help string) (string, bool) {
 		return msg + "; did you mean " + dashed(s) + "?", true
 	}
 	return msg + " (see " + help + ")", true
+}
+
+// flagValueError is the flag package's message for a value it cannot parse.
+var flagValueError = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-+([^:\s]+): (.*)$`)
+
+// badFlagValue rewrites the flag package's "invalid value "x" for flag
+// -name: parse error" as "--name: "x" is not a whole number", naming what
+// the flag takes.
+func badFlagValue(err error, flags []cli.Flag) (string, bool) {
+	m := flagValueError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	value, name, why := m[1], m[2], m[3]
+	want := ""
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+			want = "a whole number"
+		case *cli.Float64Flag:
+			want = "a number"
+		case *cli.DurationFlag:
+			want = "a duration such as 90s, 5m or 1h30m"
+		case *cli.BoolFlag:
+			want = "true or false"
+		}
+	}
+	if want == "" || (why != "parse error" && !strings.Contains(why, "invalid syntax")) {
+		return fmt.Sprintf("%s: invalid value %s: %s", dashed(name), value, why), true
+	}
+	return fmt.Sprintf("%s: %s is not %s", dashed(name), value, want), true
 }
 
 // dashed writes a flag name as it is typed: -k, --kernel-dir.

@@ -87,6 +87,9 @@ func TestTypoSuggestions(t *testing.T) {
 		{"global flag", []string{"--log-leve", "debug", "env"}, "unknown flag --log-leve; did you mean --log-level?"},
 		{"global flag after the command", []string{"env", "--log-leve", "debug"}, "env: unknown flag --log-leve; did you mean --log-level?"},
 		{"flag, nothing close", []string{"optimize", "--bogus"}, "optimize: unknown flag --bogus (see kagent optimize --help)"},
+		{"whole number", []string{"optimize", "--max-rounds", "abc"}, `optimize: --max-rounds: "abc" is not a whole number (see kagent optimize --help)`},
+		{"duration", []string{"sweep", "--poll=5"}, `sweep: --poll: "5" is not a duration such as 90s, 5m or 1h30m`},
+		{"boolean", []string{"optimize", "--no-progress=maybe"}, `optimize: --no-progress: "maybe" is not true or false`},
 		{"config key", []string{"optimize", "--kernel-dir", ".", "--config", cfg}, `typo.yaml:2: unknown key "max_round"; did you mean "max_rounds"?`},
 		{"config name", []string{"optimize", "--kernel-dir", ".", "--strategy", "gredy"}, `unknown config: "gredy"; did you mean "greedy"?`},
 	} {
