@@ -22,6 +22,7 @@ var templates = template.Must(template.New("export").Funcs(template.FuncMap{
 	"py":   pyString,
 	"toml": pyString, // a JSON string is a TOML basic string
 	"md":   mdText,
+	"doc":  docText,
 }).ParseFS(templateFS, "templates/*.tmpl", "templates/*/*.tmpl"))
 
 // data is what the templates see.
@@ -218,6 +219,11 @@ func mdText(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// docText is one line of text safe inside a Python """docstring""".
+func docText(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(oneLine(s))
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(termtext.Line(s)), " ") }

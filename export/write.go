@@ -214,7 +214,7 @@ func writeTree(out string, files map[string]string, force bool) (err error) {
 			return fmt.Errorf("export to %s: %w", out, err)
 		}
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := rename(tmp, out); err != nil {
 		if old != "" {
 			_ = os.Rename(old, out)
 		}
@@ -225,6 +225,9 @@ func writeTree(out string, files map[string]string, force bool) (err error) {
 	}
 	return nil
 }
+
+// rename puts the written folder in place (a variable for the tests).
+var rename = os.Rename
 
 // reportSize is the timed size a run's report.json states ("" if unknown).
 func reportSize(path string) string {
@@ -260,14 +263,15 @@ func (d *data) manifest(formats []Format, out string) *Manifest {
 	return m
 }
 
-// pyIdent makes a Python identifier of a name: lower case, '_' for
-// anything else, a letter first.
+// pyIdent makes a Python identifier of a name: lower case, one '_' for
+// each run of anything else, a letter first.
 func pyIdent(name string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(name) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
 			b.WriteRune(r)
-		} else {
+		case !strings.HasSuffix(b.String(), "_"):
 			b.WriteByte('_')
 		}
 	}
