@@ -11,6 +11,7 @@ package export
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,10 +66,7 @@ var entryDef = regexp.MustCompile(`(?m)^(class\s+ModelNew\b|def\s+kernel_functio
 // kernel_function, as when kagent loads a kernel dir. Only top-level
 // definitions count.
 func FindEntry(src string) (kerneldir.Entry, error) {
-	var found []string
-	for _, m := range entryDef.FindAllString(src, -1) {
-		found = append(found, m)
-	}
+	found := entryDef.FindAllString(src, -1)
 	for _, m := range found {
 		if strings.HasPrefix(m, "class") {
 			return kerneldir.EntryModelNew, nil
@@ -155,6 +153,9 @@ func FromRun(ctx context.Context, kernelDir, dbPath, runID string) (*Kernel, err
 	if err != nil {
 		return nil, err
 	}
+	if err := sameProblem(ctx, st, d.ID, prob); err != nil {
+		return nil, err
+	}
 	opts, err := kerneldir.ReadOptions(kernelDir)
 	if err != nil {
 		return nil, err
@@ -164,6 +165,26 @@ func FromRun(ctx context.Context, kernelDir, dbPath, runID string) (*Kernel, err
 		Size: reportSize(filepath.Join(kernelDir, ".kagent", "runs", d.ID, "report.json"))}
 	return &Kernel{Name: kernelName(opts, kernelDir), Source: best.Source, Entry: entry, ProblemSource: prob, Options: opts,
 		Origin: fmt.Sprintf("run %s, candidate %s", d.ID, best.ID), Run: info}, nil
+}
+
+// sameProblem refuses a problem.py that is not the one the run judged
+// against (runs recorded before the hash was kept pass).
+func sameProblem(ctx context.Context, st *store.Store, runID, problem string) error {
+	evs, err := st.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return fmt.Errorf("read run %s: %w", runID, err)
+	}
+	now := kerneldir.Sum([]byte(problem))
+	for _, e := range evs {
+		var pin store.ProblemPin
+		if e.Kind != store.EventProblem || json.Unmarshal(e.Data, &pin) != nil || pin.Problem == "" {
+			continue
+		}
+		if pin.Problem != now {
+			return fmt.Errorf("%w: problem.py changed since run %s (sha256 %.12s, now %.12s): its kernel was verified against the old one", ErrInvalid, runID, pin.Problem, now)
+		}
+	}
+	return nil
 }
 
 // promoted reports whether a run's best is a kernel the loop promoted (not

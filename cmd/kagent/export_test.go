@@ -144,6 +144,12 @@ func TestExportRunOnCPU(t *testing.T) {
 	if _, err := os.Stat(noneOut); err == nil {
 		t.Error("a failed export wrote --out")
 	}
+	// problem.py changed since the run: its kernel was verified against another.
+	prob := filepath.Join(dir, "problem.py")
+	orig, _ := os.ReadFile(prob)
+	os.WriteFile(prob, append(slices.Clone(orig), "\n# changed\n"...), 0o644)
+	oneLineError(t, run(t, dir, "export", "--out", noneOut), ExitUsage, "problem.py changed since run")
+	os.WriteFile(prob, orig, 0o644)
 	// A run id that does not exist.
 	oneLineError(t, run(t, dir, "export", "--out", noneOut, "no-such-run"), ExitUsage, "no run no-such-run")
 }
