@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"text/template"
@@ -55,6 +56,9 @@ func newData(k *Kernel, version string, now time.Time) *data {
 	}
 	d := &data{K: k, Name: oneLine(k.Name), Pkg: pkg, HubName: strings.ReplaceAll(pkg, "_", "-"), Camel: camel(pkg),
 		ModelNew: k.Entry == kerneldir.EntryModelNew, Version: oneLine(version), Now: now, KernelFile: oneLine(k.Origin)}
+	if k.Run == nil { // a file: its name, not where it lies on this machine
+		d.KernelFile = oneLine(filepath.Base(k.Origin))
+	}
 	if d.Camel == "ModelNew" || d.Camel == "Model" {
 		d.Camel += "Layer"
 	}

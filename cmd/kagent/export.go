@@ -27,7 +27,7 @@ func exportCommand() *cli.Command {
 			&cli.StringFlag{Name: "db", Usage: "run history `FILE` (default: KERNEL_DIR/.kagent/history.db)"},
 			&cli.StringFlag{Name: "kernel", Usage: "export this kernel `FILE` instead of a run's best (needs --problem)"},
 			&cli.StringFlag{Name: "problem", Usage: "the problem.py `FILE` of --kernel (its kagent.yaml, if any, is read beside it)"},
-			&cli.StringFlag{Name: "format", Value: "all", Usage: "what to write: hf, patch, kernelbench or all"},
+			&cli.StringFlag{Name: "format", Value: "all", Usage: "the `FORMAT` to write: hf, patch, kernelbench or all"},
 			&cli.StringFlag{Name: "out", Usage: "the output `DIR` (must not exist or be empty)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace a non-empty --out"},
 			&cli.BoolFlag{Name: "json", Usage: "print the manifest (export.json) as JSON"},
