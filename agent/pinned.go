@@ -11,12 +11,9 @@ import (
 
 // storeEventProblem records the SHA-256 of the problem (and test.py) a run
 // judges against; data: problemPin.
-const storeEventProblem = "agent.problem"
+const storeEventProblem = store.EventProblem
 
-type problemPin struct {
-	Problem string `json:"problem_sha256"`
-	Test    string `json:"test_sha256,omitempty"`
-}
+type problemPin = store.ProblemPin
 
 func pinOf(t *kerneldir.Task) problemPin {
 	return problemPin{Problem: t.ProblemSHA256, Test: t.TestSHA256}

@@ -122,6 +122,20 @@ func Load(ctx context.Context, dir string, o LoadOptions) (*Task, error) {
 	return t, nil
 }
 
+// ReadOptions reads and checks the kagent.yaml of the kernel dir at dir:
+// zero Options when there is none.
+func ReadOptions(dir string) (Options, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Options{}, fmt.Errorf("kernel dir %s: %w", dir, err)
+	}
+	t := &Task{Dir: abs}
+	if err := loadOptions(t, dir); err != nil {
+		return Options{}, err
+	}
+	return t.Options, nil
+}
+
 func loadOptions(t *Task, dir string) error {
 	shown := filepath.Join(dir, OptionsFile)
 	if !safefile.Exists(t.Dir, OptionsFile) {

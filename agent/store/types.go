@@ -158,6 +158,17 @@ type Update struct {
 	Error    string
 }
 
+// EventProblem is the kind of the event in which the loop records the
+// SHA-256 of the problem.py (and test.py) a run judges against; its data is
+// ProblemPin.
+const EventProblem = "agent.problem"
+
+// ProblemPin is the data of an EventProblem event.
+type ProblemPin struct {
+	Problem string `json:"problem_sha256"`
+	Test    string `json:"test_sha256,omitempty"`
+}
+
 // NoRound marks an LLM call or event that belongs to no round.
 const NoRound = -1
 

@@ -43,6 +43,7 @@ func newApp() *cli.App {
 			runsCommand(),
 			evalCommand(),
 			profileCommand(),
+			exportCommand(),
 			specsCommand(),
 			configsCommand(),
 			doctorCommand(),

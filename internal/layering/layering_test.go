@@ -82,6 +82,12 @@ var rules = []rule{
 		Only: []string{"agent/store/...", "platform", "kerneldir", "roofline", "harness", "internal/..."},
 	},
 	{
+		Name: "export reads the run record and nothing of the loop",
+		Why:  "kagent export ships a run's best kernel: it reads agent/store and kerneldir; the loop, the platforms and the commands sit elsewhere",
+		From: []string{"export/..."},
+		Only: []string{"export/...", "agent/store/...", "platform", "kerneldir", "roofline", "harness", "internal/..."},
+	},
+	{
 		Name: "the LLM layer is a leaf",
 		Why:  "agent/llm talks to providers; configs, the loop and generation use it",
 		From: []string{"agent/llm/..."},
