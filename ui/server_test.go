@@ -66,9 +66,9 @@ func TestPages(t *testing.T) {
 		{"svg", "GET", run + "/file/roofline.svg", 200, []string{"<svg"}, nil},
 		{"text file", "GET", run + "/file/round001/cand1/optimize.reply.md", 200, []string{hostileReply}, nil},
 		{"missing file", "GET", run + "/file/nope.svg", 404, nil, nil},
-		{"escaped dots", "GET", run + "/file/..%2f..%2fsecret.txt", 400, nil, []string{"secret"}},
-		{"dot dot", "GET", run + "/file/round001/../../../secret.txt", 307, nil, []string{"secret"}},
-		{"link out", "GET", run + "/file/leak.txt", 403, nil, []string{"secret"}},
+		{"escaped dots", "GET", run + "/file/..%2f..%2fsecret.txt", 400, nil, []string{"TOPSECRET"}},
+		{"dot dot", "GET", run + "/file/round001/../../../secret.txt", 307, nil, []string{"TOPSECRET"}},
+		{"link out", "GET", run + "/file/leak.txt", 403, nil, []string{"TOPSECRET"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
