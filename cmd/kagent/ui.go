@@ -26,8 +26,8 @@ func uiCommand() *cli.Command {
 			"names another address, prints the URL it serves on one line, and stops on SIGINT or SIGTERM.\n\n" +
 			"Exit codes: 2 bad flags or a missing dir, 1 the server failed, 130 stopped by SIGINT or SIGTERM.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "addr", Usage: "listen on `HOST:PORT` (default 127.0.0.1:8080, or 127.0.0.1:PORT with --port)"},
-			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port on 127.0.0.1 (0: any free port)"},
+			&cli.StringFlag{Name: "addr", Usage: "listen on `ADDR`, a HOST:PORT (default 127.0.0.1:8080, or 127.0.0.1:PORT with --port)"},
+			&cli.IntFlag{Name: "port", Value: 8080, Usage: "listen on `PORT` of 127.0.0.1 (0: any free port)"},
 			&cli.StringSliceFlag{Name: "kernel-dir", Aliases: []string{"k"}, Usage: "kernel `DIR` whose run history to show (repeatable; default: . when no --sweep)"},
 			&cli.StringSliceFlag{Name: "sweep", Usage: "sweep `DIR` to show (repeatable)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the URL as JSON ({\"url\": ...})"},
