@@ -180,6 +180,8 @@ func (wd *webDriver) alertText(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("alert text: %v", err)
 	}
+	// Close it, so that the next steps can go on.
+	_ = wd.do("POST", wd.path("/alert/dismiss"), map[string]any{}, nil)
 	return "alert: " + text
 }
 
