@@ -128,7 +128,7 @@ func TestBrowser(t *testing.T) {
 	wd := startWebDriver(t, chromedriver, chromium)
 	shots := artifactDir(t)
 	t.Logf("screenshots in %s", shots)
-	noScript := func(where string) {
+	noScript := func(t *testing.T, where string) {
 		t.Helper()
 		if a := wd.alertText(t); a != "" {
 			t.Fatalf("%s: an %s is open: a script ran", where, a)
@@ -147,7 +147,7 @@ func TestBrowser(t *testing.T) {
 		wd.open(t, base+"/")
 		wd.waitTrue(t, "the real run in the list", has(real.ID))
 		wd.waitTrue(t, "the hostile run in the list", has(hostileRunID))
-		noScript("runs list")
+		noScript(t, "runs list")
 		wd.screenshot(t, filepath.Join(shots, "runs.png"))
 	})
 	t.Run("run page", func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestBrowser(t *testing.T) {
 		wd.waitTrue(t, "rounds 0 and 1", has("Round 0")+" && document.body.innerText.includes('Round 1')")
 		wd.waitTrue(t, "a verdict", "return document.querySelectorAll('td.verdict .pass').length >= 2")
 		wd.waitTrue(t, "the roofline plot loaded", "var i = document.querySelector('img[alt=\"roofline.svg\"]'); return i !== null && i.complete && i.naturalWidth > 0")
-		noScript("run page")
+		noScript(t, "run page")
 		wd.screenshot(t, filepath.Join(shots, "run.png"))
 	})
 	t.Run("live update", func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestBrowser(t *testing.T) {
 		}
 		wd.waitTrue(t, "the appended event, as text", has("<img src=x onerror=\"window.__pwned=5\">live marker"))
 		wd.waitTrue(t, "the new candidate in the rounds table", has("live: <b>added while open</b>"))
-		noScript("live run page")
+		noScript(t, "live run page")
 		wd.eval(t, "window.scrollTo(0, document.body.scrollHeight); return true", nil)
 		wd.screenshot(t, filepath.Join(shots, "live.png"))
 	})
@@ -184,26 +184,26 @@ func TestBrowser(t *testing.T) {
 		if scripts != 1 {
 			t.Errorf("the page has %d script elements, want 1 (app.js)", scripts)
 		}
-		noScript("candidate page")
+		noScript(t, "candidate page")
 		wd.screenshot(t, filepath.Join(shots, "candidate.png"))
 	})
 	t.Run("real candidate", func(t *testing.T) {
 		wd.open(t, base+"/run/k0/"+real.ID+"/c/"+real.BestID)
 		wd.waitTrue(t, "the diff against the input", "return document.querySelectorAll('pre.diff .add').length > 0")
 		wd.waitTrue(t, "the timing method", has("timing method"))
-		noScript("real candidate page")
+		noScript(t, "real candidate page")
 		wd.screenshot(t, filepath.Join(shots, "candidate-diff.png"))
 	})
 	t.Run("sweep", func(t *testing.T) {
 		wd.open(t, base+"/sweep/0")
 		wd.waitTrue(t, "fast_p of the sweep", has("fast_p")+" && document.body.innerText.includes('0.500 (1/2)')")
 		wd.waitTrue(t, "the problem names as text", has("Softmax<b>"))
-		noScript("sweep page")
+		noScript(t, "sweep page")
 		wd.screenshot(t, filepath.Join(shots, "sweep.png"))
 	})
 	t.Run("svg file", func(t *testing.T) {
 		wd.open(t, base+"/run/k0/"+hostileRunID+"/file/roofline.svg")
-		noScript("the hostile SVG")
+		noScript(t, "the hostile SVG")
 	})
 }
 
