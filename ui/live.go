@@ -32,6 +32,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, "after: want an event id")
 		return
 	}
+	s.streams.Add(1)
+	defer s.streams.Add(-1)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")

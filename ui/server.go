@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,8 @@ type Server struct {
 	tmpl    map[string]*template.Template
 	log     *slog.Logger
 	mux     *http.ServeMux
+	// streams counts the live event streams being served.
+	streams atomic.Int64
 }
 
 // ErrNoDir marks a kernel or sweep dir that does not exist.

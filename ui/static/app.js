@@ -19,6 +19,14 @@
     row.appendChild(td);
   }
 
+  // clock is an event's time as the server's rows show it: 15:04:05.000.
+  function clock(at) {
+    var d = new Date(at);
+    if (isNaN(d.getTime())) { return String(at || ""); }
+    function pad(n, w) { return String(n).padStart(w, "0"); }
+    return pad(d.getHours(), 2) + ":" + pad(d.getMinutes(), 2) + ":" + pad(d.getSeconds(), 2) + "." + pad(d.getMilliseconds(), 3);
+  }
+
   function refresh() {
     pending = null;
     fetch(window.location.href, { credentials: "same-origin" })
@@ -43,7 +51,7 @@
       var row = document.createElement("tr");
       row.className = "event";
       cell(row, String(e.id));
-      cell(row, e.at || "");
+      cell(row, clock(e.at));
       cell(row, e.round >= 0 ? String(e.round) : "");
       cell(row, e.candidate_id || "");
       cell(row, e.kind || "");
