@@ -47,9 +47,6 @@ type Server struct {
 	streams atomic.Int64
 }
 
-// ErrNoDir marks a kernel or sweep dir that does not exist.
-var ErrNoDir = errors.New("no such dir")
-
 // New checks the dirs and builds a Server. Histories are opened read-only
 // when first needed, so a kernel dir without runs yet shows them once a run
 // starts.

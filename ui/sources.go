@@ -13,9 +13,6 @@ import (
 	"github.com/kagent-kernels/kagent/agent/store"
 )
 
-// errNoHistory marks a source whose history file does not exist (yet).
-var errNoHistory = errors.New("no run history yet")
-
 // source is one history file: a kernel dir's, or a sweep dir's.
 type source struct {
 	id    string // in URLs: k0, k1, ...

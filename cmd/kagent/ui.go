@@ -23,7 +23,8 @@ func uiCommand() *cli.Command {
 			"given: the runs, each run's rounds and candidates with verdicts, timings, diffs, prompts, replies and\n" +
 			"plots, updated live while a run goes, and each sweep's problems and fast_p. It only reads: histories are\n" +
 			"opened read-only and every method but GET and HEAD is refused. It listens on 127.0.0.1 unless --addr\n" +
-			"names another address, prints the URL it serves on one line, and stops on SIGINT or SIGTERM.\n\n" +
+			"names another address, prints the URL it serves on one line, and stops on SIGINT or SIGTERM\n" +
+			"(pages and security: docs/ui.md).\n\n" +
 			"Exit codes: 2 bad flags or a missing dir, 1 the server failed, 130 stopped by SIGINT or SIGTERM.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Usage: "listen on `ADDR`, a HOST:PORT (default 127.0.0.1:8080, or 127.0.0.1:PORT with --port)"},
