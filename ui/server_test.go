@@ -3,6 +3,7 @@ package ui
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -205,3 +206,29 @@ func waitStreams(t *testing.T, srv *Server, n int64) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestIsLoopback(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:8080", true}, {"localhost:0", true}, {"[::1]:80", true},
+		{"0.0.0.0:8080", false}, {":8080", false}, {"192.168.1.2:80", false}, {"example.com:80", false}, {"nonsense", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			if got := IsLoopback(tt.addr); got != tt.want {
+				t.Errorf("IsLoopback(%q) = %v, want %v", tt.addr, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNewMissingDir: a dir that does not exist is ErrNoDir.
+func TestNewMissingDir(t *testing.T) {
+	for _, o := range []Options{{KernelDirs: []string{"/nonexistent/k"}}, {Sweeps: []string{"/nonexistent/s"}}} {
+		if _, err := New(o); !errors.Is(err, ErrNoDir) {
+			t.Errorf("New(%+v): %v, want ErrNoDir", o, err)
+		}
+	}
+}
