@@ -7,8 +7,11 @@ import (
 	"github.com/kagent-kernels/kagent/agent/store"
 )
 
-// candidateDir is where a candidate's artifacts live, relative to the run
-// dir: round003/cand1, round003/cand1/refine2, round000/input.
+// CandidateDir is where a candidate's artifacts live, relative to the run
+// dir: round003/cand1, round003/cand1/refine2, round000/input. Readers of a
+// run dir (kagent ui) find a candidate's files through it.
+func CandidateDir(id string) string { return candidateDir(id) }
+
 func candidateDir(id string) string {
 	r, s, f, ok := store.ParseCandidateID(id)
 	if !ok {

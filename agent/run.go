@@ -17,9 +17,14 @@ import (
 	"github.com/kagent-kernels/kagent/search"
 )
 
+// StoreEventRunDir is the kind of the store event that records a run's
+// artifact dir (data: {"dir": ...}); readers of a history (kagent ui) find
+// the run's files through it.
+const StoreEventRunDir = "agent.run_dir"
+
 // Loop events the agent records in the store, beside the store's own.
 const (
-	storeEventRunDir     = "agent.run_dir"    // data: {"dir": ...}
+	storeEventRunDir     = StoreEventRunDir
 	storeEventPromotion  = "agent.promotion"  // data: Decision
 	storeEventReflection = "agent.reflection" // data: reflectionRecord
 	storeEventGate       = "agent.acceptance" // data: platform.Verdict of the gate

@@ -41,6 +41,7 @@ func newApp() *cli.App {
 			generateCommand(),
 			sweepCommand(),
 			runsCommand(),
+			uiCommand(),
 			evalCommand(),
 			profileCommand(),
 			exportCommand(),
