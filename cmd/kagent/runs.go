@@ -188,7 +188,7 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// modelCosts is " (MODEL: N calls $X, ...)" when more than one model served
+// modelCosts is " (MODEL $X, ...)" when more than one model served
 // a run (llm.steps), "" otherwise.
 func modelCosts(u store.Usage) string {
 	if len(u.ByModel) < 2 {
@@ -196,8 +196,7 @@ func modelCosts(u store.Usage) string {
 	}
 	var parts []string
 	for _, m := range slices.Sorted(maps.Keys(u.ByModel)) {
-		t := u.ByModel[m]
-		parts = append(parts, fmt.Sprintf("%s: %d calls $%.2f", clipLine(termtext.Line(m), 60), t.Calls, t.CostUSD))
+		parts = append(parts, fmt.Sprintf("%s $%.2f", clipLine(termtext.Line(m), 60), u.ByModel[m].CostUSD))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }
