@@ -65,30 +65,32 @@ func LLMConfig(c configs.Config) llm.Config {
 		if out.Steps == nil {
 			out.Steps = map[llm.Purpose]llm.Config{}
 		}
-		out.Steps[llm.Purpose(name)] = stepConfig(out, l, st)
+		out.Steps[llm.Purpose(name)] = stepConfig(out, st)
 	}
 	return out
 }
 
 // stepConfig is the config of one llm.steps entry: the default one with the
-// step's fields set over it. A step that changes the model or base URL but
-// not the provider has its provider inferred again, from its own model.
-func stepConfig(def llm.Config, l configs.LLMConfig, st configs.StepConfig) llm.Config {
+// step's fields set over it. A step that names a model or base URL but no
+// provider gets the provider its model name says (llm.InferProvider), or
+// the default one where the name says nothing.
+func stepConfig(def llm.Config, st configs.StepConfig) llm.Config {
 	sc := def
 	sc.Steps = nil
-	if st.Model != "" || st.BaseURL != "" {
-		sc.Provider = l.Provider
-	}
 	set := func(dst *string, v string) {
 		if v != "" {
 			*dst = v
 		}
 	}
-	set(&sc.Provider, st.Provider)
 	set(&sc.Model, st.Model)
 	set(&sc.BaseURL, st.BaseURL)
 	set(&sc.APIKeyEnv, st.APIKeyEnv)
 	set(&sc.ReasoningEffort, st.ReasoningEffort)
+	if st.Provider != "" {
+		sc.Provider = st.Provider
+	} else if st.Model != "" || st.BaseURL != "" {
+		set(&sc.Provider, llm.InferProvider(sc.Model, sc.BaseURL))
+	}
 	if st.Temperature != nil {
 		sc.Temperature = st.Temperature
 	}
@@ -97,9 +99,6 @@ func stepConfig(def llm.Config, l configs.LLMConfig, st configs.StepConfig) llm.
 	}
 	if st.PriceInPerM > 0 || st.PriceOutPerM > 0 {
 		sc.Prices = map[string]llm.Price{"*": {Input: st.PriceInPerM, Output: st.PriceOutPerM}}
-	}
-	if r := sc.Resolve(); strings.TrimSpace(sc.Provider) == "" && r.Provider == "" && r.Replay == "" {
-		sc.Provider = llm.ProviderOpenAI
 	}
 	return sc
 }
