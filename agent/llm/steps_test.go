@@ -130,3 +130,29 @@ func TestStepsReplayAnswersAsTheStepModel(t *testing.T) {
 		t.Errorf("stats by model = %+v", s.ByModel)
 	}
 }
+
+// TestStepsRecordTheModelOfEachExchange: a transcript recorded with steps
+// holds, per exchange, the model asked and the model that answered.
+func TestStepsRecordTheModelOfEachExchange(t *testing.T) {
+	big, small := llmtest.NewServer(t), llmtest.NewServer(t)
+	big.Default(llmtest.Reply{Text: "big answer"})
+	small.Default(llmtest.Reply{Text: "small answer"})
+	cfg := twoStepConfig(big, small)
+	cfg.Record = t.TempDir()
+	c, _ := newClient(t, cfg, env{"BIG_KEY": "k-big", "SMALL_KEY": "k-small"}.opt())
+	for _, p := range []Purpose{PurposeDiagnose, PurposeRefine} {
+		if _, err := c.Complete(context.Background(), Request{Messages: []Message{User("go")}, Purpose: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, err := loadExchanges(cfg.Record)
+	if err != nil || len(ex) != 2 {
+		t.Fatalf("exchanges: %d, %v", len(ex), err)
+	}
+	for _, e := range ex {
+		want := map[Purpose]string{PurposeDiagnose: "gpt-5", PurposeRefine: "gpt-5-mini"}[e.Request.Purpose]
+		if e.Request.Model != want || e.Response.Model != want {
+			t.Errorf("%s exchange: asked %q, answered by %q; want %q", e.Request.Purpose, e.Request.Model, e.Response.Model, want)
+		}
+	}
+}

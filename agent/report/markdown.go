@@ -391,7 +391,7 @@ func writeModels(b *bytes.Buffer, d Data) {
 	}
 	b.WriteString("## LLM models\n\n| model | calls | prompt tokens | completion tokens | cost |\n|---|--:|--:|--:|--:|\n")
 	for _, m := range d.Models {
-		fmt.Fprintf(b, "| %s | %d | %d | %d%s | %s |\n", code(m.Model), m.Calls, m.PromptTokens, m.CompletionTokens,
+		fmt.Fprintf(b, "| %s | %d | %d | %d%s | %s |\n", cell(code(m.Model)), m.Calls, m.PromptTokens, m.CompletionTokens,
 			EstimatedTag(m.EstimatedCalls, m.Calls), fmtUSD(m.CostUSD))
 	}
 	b.WriteString("\n")
