@@ -44,7 +44,7 @@ func (pr *proposer) ask(ctx context.Context, round int, candID string, purpose l
 	req := llm.Request{
 		Messages:  []llm.Message{llm.System(p.System), llm.User(p.User)},
 		Purpose:   purpose,
-		MaxTokens: pr.cfg.LLM.MaxTokens,
+		MaxTokens: pr.cfg.LLM.MaxTokensFor(string(purpose)),
 	}
 	if req.MaxTokens == 0 {
 		req.MaxTokens = defaultMaxTokens[purpose]
@@ -59,7 +59,7 @@ func (pr *proposer) ask(ctx context.Context, round int, candID string, purpose l
 			UsageEstimated: resp.Usage.Estimated, CostUSD: resp.CostUSD, Duration: resp.Duration, Fingerprint: resp.Fingerprint,
 		}
 		if call.Model == "" {
-			call.Model = pr.cfg.LLM.Model
+			call.Model = pr.cfg.LLM.ModelFor(string(purpose))
 		}
 		if err != nil {
 			call.Error = oneLine(err.Error())

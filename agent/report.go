@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kagent-kernels/kagent/agent/report"
@@ -55,6 +57,11 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 		StartedAt: detail.StartedAt, FinishedAt: detail.FinishedAt, BestID: res.Best.ID, StopReason: rel(res.StopReason),
 		LLM: report.Usage{Calls: res.Usage.Calls, PromptTokens: res.Usage.PromptTokens,
 			CompletionTokens: res.Usage.CompletionTokens, EstimatedCalls: res.Usage.EstimatedCalls, CostUSD: res.Usage.CostUSD},
+	}
+	for _, m := range slices.Sorted(maps.Keys(res.Usage.ByModel)) {
+		t := res.Usage.ByModel[m]
+		d.Models = append(d.Models, report.ModelUsage{Model: m, Usage: report.Usage{Calls: t.Calls, PromptTokens: t.PromptTokens,
+			CompletionTokens: t.CompletionTokens, EstimatedCalls: t.EstimatedCalls, CostUSD: t.CostUSD}})
 	}
 	if u := res.Usage; u.EstimatedCalls > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("the LLM server reported no token usage for %d of %d calls: kagent estimated "+

@@ -202,3 +202,38 @@ func TestProviderFollowsTheModel(t *testing.T) {
 		}
 	}
 }
+
+// TestStepProviders: a step's provider follows its own model name, falls
+// back to the default provider where the name says nothing, and a step's
+// unset fields are llm:'s.
+func TestStepProviders(t *testing.T) {
+	for _, tc := range []struct {
+		name, provider, baseURL string
+		step                    configs.StepConfig
+		want                    llm.Config
+	}{
+		{"model alone", "", "", configs.StepConfig{Model: "gpt-5-mini"},
+			llm.Config{Provider: llm.ProviderOpenAI, Model: "gpt-5-mini", APIKeyEnv: "K"}},
+		{"inferred over the default", "openai", "", configs.StepConfig{Model: "claude-sonnet-4-5"},
+			llm.Config{Provider: llm.ProviderAnthropic, Model: "claude-sonnet-4-5", APIKeyEnv: "K"}},
+		{"a name that says nothing", "ollama", "", configs.StepConfig{Model: "qwen3-coder"},
+			llm.Config{Provider: llm.ProviderOllama, Model: "qwen3-coder", BaseURL: "http://localhost:11434/v1", APIKeyEnv: "K"}},
+		{"behind the default base URL", "", "http://relay/v1", configs.StepConfig{Model: "claude-sonnet-4-5"},
+			llm.Config{Provider: llm.ProviderOpenAI, Model: "claude-sonnet-4-5", BaseURL: "http://relay/v1", APIKeyEnv: "K"}},
+		{"set provider and key", "", "", configs.StepConfig{Provider: "google", Model: "my-model", APIKeyEnv: "G"},
+			llm.Config{Provider: "google", Model: "my-model", APIKeyEnv: "G"}},
+		{"effort only", "", "", configs.StepConfig{ReasoningEffort: "low"},
+			llm.Config{Provider: llm.ProviderOpenAI, Model: "gpt-5", APIKeyEnv: "K", ReasoningEffort: "low"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := configs.Default()
+			c.LLM.Provider, c.LLM.Model, c.LLM.BaseURL, c.LLM.APIKeyEnv = tc.provider, "gpt-5", tc.baseURL, "K"
+			c.LLM.Steps = map[string]configs.StepConfig{"refine": tc.step}
+			got := LLMConfig(c).Resolve().Steps[llm.PurposeRefine]
+			if got.Provider != tc.want.Provider || got.Model != tc.want.Model || got.BaseURL != tc.want.BaseURL ||
+				got.APIKeyEnv != tc.want.APIKeyEnv || got.ReasoningEffort != tc.want.ReasoningEffort {
+				t.Errorf("step = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -141,6 +141,9 @@ type LLMConfig struct {
 	// a recorded folder back instead of calling a provider (--llm-replay).
 	Record string `yaml:"record"`
 	Replay string `yaml:"replay"`
+	// Steps gives purposes (diagnose, optimize, refine, reflect, generate) a
+	// model of their own; see StepConfig. The others use the fields above.
+	Steps map[string]StepConfig `yaml:"steps,omitempty"`
 }
 
 // Configured reports whether an LLM is set up: a model to call or a

@@ -102,6 +102,9 @@ func (c *Config) Validate() error {
 	if e := c.LLM.ReasoningEffort; e != "" && !contains(llm.ReasoningEfforts(), e) {
 		add("llm.reasoning_effort %q is not one of %s", e, strings.Join(llm.ReasoningEfforts(), ", "))
 	}
+	for _, e := range c.LLM.validateSteps() {
+		add("%s", e)
+	}
 	if c.LLM.Record != "" && c.LLM.Replay != "" {
 		add("llm.record and llm.replay are exclusive: record a transcript or replay one")
 	}

@@ -144,7 +144,7 @@ func (g *gen) ask(ctx context.Context, id string, purpose llm.Purpose, p prompts
 		return "", err
 	}
 	req := llm.Request{Messages: []llm.Message{llm.System(p.System), llm.User(p.User)}, Purpose: purpose,
-		MaxTokens: g.in.Config.LLM.MaxTokens}
+		MaxTokens: g.in.Config.LLM.MaxTokensFor(string(purpose))}
 	if req.MaxTokens == 0 {
 		req.MaxTokens = defaultMaxTokens
 	}
@@ -189,7 +189,7 @@ func (g *gen) account(ctx context.Context, id string, purpose llm.Purpose, resp 
 		PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, UsageEstimated: resp.Usage.Estimated,
 		CostUSD: resp.CostUSD, Duration: resp.Duration, Fingerprint: resp.Fingerprint}
 	if call.Model == "" {
-		call.Model = g.in.Config.LLM.Model
+		call.Model = g.in.Config.LLM.ModelFor(string(purpose))
 	}
 	if err != nil {
 		call.Error = oneLine(err.Error())

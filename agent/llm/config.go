@@ -123,6 +123,13 @@ type Config struct {
 	// ReplayMatch is how replayed exchanges are matched to requests: exact
 	// (the default), strict, similar or purpose; see Replayer.
 	ReplayMatch string `yaml:"replay_match" json:"replay_match,omitempty"`
+	// Steps gives purposes a model of their own (llm.steps). Each entry is a
+	// whole config, filled from this one by the caller, of which a step uses
+	// the provider, model, base URL, key, region, reasoning effort,
+	// temperature, reply budget and prices. Budget, concurrency, retries,
+	// timeout, record and replay are this config's, shared by every step.
+	// Purposes without an entry use this config.
+	Steps map[Purpose]Config `yaml:"steps" json:"steps,omitempty"`
 }
 
 // Price is what a model costs, in US dollars per million tokens.
@@ -173,6 +180,14 @@ func (c Config) Resolve() Config {
 		c.Timeout = DefaultTimeout
 	}
 	c.Retry = c.Retry.withDefaults()
+	if len(c.Steps) > 0 {
+		steps := make(map[Purpose]Config, len(c.Steps))
+		for p, sc := range c.Steps {
+			sc.Steps = nil
+			steps[p] = sc.Resolve()
+		}
+		c.Steps = steps
+	}
 	return c
 }
 
@@ -249,6 +264,7 @@ func (c Config) Validate() error {
 	if c.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("llm.concurrency %d is negative", c.Concurrency))
 	}
+	errs = append(errs, c.validateSteps()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("validate llm config: %w", err)
 	}

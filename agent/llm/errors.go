@@ -84,10 +84,16 @@ func (e *APIError) Temporary() bool {
 type MissingKeyError struct {
 	Provider string
 	Var      string
+	// Step is the purpose whose llm.steps entry needs the key ("" for llm: itself).
+	Step Purpose
 }
 
 func (e *MissingKeyError) Error() string {
-	return fmt.Sprintf("llm provider %s: api key not set: export %s=<key> (keys are read from the environment only)", e.Provider, e.Var)
+	who := "llm provider " + e.Provider
+	if e.Step != "" {
+		who = fmt.Sprintf("llm.steps.%s: provider %s", e.Step, e.Provider)
+	}
+	return fmt.Sprintf("%s: api key not set: export %s=<key> (keys are read from the environment only)", who, e.Var)
 }
 
 // Is makes errors.Is(err, ErrMissingKey) true.

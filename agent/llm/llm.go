@@ -43,6 +43,12 @@ const (
 	PurposeGenerate Purpose = "generate" // first Triton kernel for a PyTorch problem
 )
 
+// Purposes lists every purpose, in the order a round uses them (the single
+// source llm.steps is validated against).
+func Purposes() []Purpose {
+	return []Purpose{PurposeDiagnose, PurposeOptimize, PurposeRefine, PurposeReflect, PurposeGenerate}
+}
+
 // Request is one completion request.
 type Request struct {
 	Messages []Message `json:"messages"`

@@ -44,12 +44,15 @@ type Stats struct {
 	// Elapsed is the wall time since the meter started.
 	Elapsed   time.Duration      `json:"elapsed_ns"`
 	ByPurpose map[Purpose]Totals `json:"by_purpose,omitempty"`
+	// ByModel splits the account by the model that answered (the requested
+	// one for a call that failed before any answered).
+	ByModel map[string]Totals `json:"by_model,omitempty"`
 	// Stopped names the cap that stopped calls ("" while none has).
 	Stopped string `json:"stopped,omitempty"`
 }
 
 // Meter wraps a Client and accounts for every call: calls, tokens, dollars,
-// wall time, in total and per purpose. Once a cap of its Limits is reached it
+// wall time, in total, per purpose and per model. Once a cap of its Limits is reached it
 // refuses further calls with a *BudgetExceededError, which the loop turns into
 // a clean stop. Calls already in flight finish (and are counted), so tokens and
 // dollars can pass their cap by what those calls use; the call cap is exact,
@@ -64,6 +67,7 @@ type Meter struct {
 	mu        sync.Mutex
 	total     Totals
 	byPurpose map[Purpose]*Totals
+	byModel   map[string]*Totals
 	inflight  int
 	stopped   string
 }
@@ -86,7 +90,7 @@ func WithConcurrency(n int) MeterOption {
 
 // NewMeter wraps next. The wall-time cap counts from now.
 func NewMeter(next Client, limits Limits, opts ...MeterOption) *Meter {
-	m := &Meter{next: next, limits: limits, now: time.Now, byPurpose: map[Purpose]*Totals{}}
+	m := &Meter{next: next, limits: limits, now: time.Now, byPurpose: map[Purpose]*Totals{}, byModel: map[string]*Totals{}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -138,6 +142,16 @@ func (m *Meter) Complete(ctx context.Context, req Request) (Response, error) {
 		m.byPurpose[req.Purpose] = t
 	}
 	t.add(resp, err, d)
+	model := resp.Model
+	if model == "" {
+		model = req.Model
+	}
+	tm := m.byModel[model]
+	if tm == nil {
+		tm = &Totals{}
+		m.byModel[model] = tm
+	}
+	tm.add(resp, err, d)
 	return resp, err
 }
 
@@ -201,9 +215,13 @@ func (m *Meter) wallErr() *BudgetExceededError {
 func (m *Meter) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := Stats{Totals: m.total, Elapsed: m.now().Sub(m.start), ByPurpose: map[Purpose]Totals{}, Stopped: m.stopped}
+	s := Stats{Totals: m.total, Elapsed: m.now().Sub(m.start), ByPurpose: map[Purpose]Totals{},
+		ByModel: map[string]Totals{}, Stopped: m.stopped}
 	for p, t := range maps.All(m.byPurpose) {
 		s.ByPurpose[p] = *t
+	}
+	for model, t := range maps.All(m.byModel) {
+		s.ByModel[model] = *t
 	}
 	return s
 }

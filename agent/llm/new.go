@@ -87,13 +87,24 @@ func New(cfg Config, opts ...Option) (Client, error) {
 		log.Info("llm replay", "dir", cfg.Replay, "exchanges", rp.Len(), "match", cfg.ReplayMatch)
 		inner = rp
 	} else {
-		p, err := newProvider(context.Background(), cfg, o)
+		stack := func(sc Config) (Client, error) {
+			p, err := newProvider(context.Background(), sc, o)
+			if err != nil {
+				return nil, err
+			}
+			return &retrier{
+				next: p, provider: sc.Provider, url: providerURL(sc), policy: cfg.Retry, timeout: cfg.Timeout, cost: sc.Cost,
+				log: log, redact: red, now: o.now, sleep: o.sleep, rand: o.rand, withTimeout: o.withTimeout,
+			}, nil
+		}
+		var err error
+		if len(cfg.Steps) > 0 {
+			inner, err = newRouted(cfg, stack)
+		} else {
+			inner, err = stack(cfg)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("new llm client: %w", err)
-		}
-		inner = &retrier{
-			next: p, provider: cfg.Provider, url: providerURL(cfg), policy: cfg.Retry, timeout: cfg.Timeout, cost: cfg.Cost,
-			log: log, redact: red, now: o.now, sleep: o.sleep, rand: o.rand, withTimeout: o.withTimeout,
 		}
 		if cfg.Record != "" {
 			rec, err := NewRecorder(inner, cfg.Record, red)
@@ -104,14 +115,18 @@ func New(cfg Config, opts ...Option) (Client, error) {
 			inner = rec
 		}
 	}
-	c := &defaults{next: &logged{next: inner, log: log, redact: red}, cfg: cfg}
+	c := &defaults{next: &logged{next: inner, log: log, redact: red}, cfg: cfg, relabel: cfg.Replay != "" && len(cfg.Steps) > 0}
 	return NewMeter(c, cfg.Budget, WithMeterClock(o.now), WithConcurrency(cfg.Concurrency)), nil
 }
 
 // keyVars names the environment variables a config may read keys from.
 func keyVars(cfg Config) []string {
-	v := []string{cfg.APIKeyEnv, "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
-		"OPENROUTER_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+	v := []string{cfg.APIKeyEnv}
+	for _, sc := range cfg.Steps {
+		v = append(v, sc.APIKeyEnv)
+	}
+	v = append(v, "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+		"OPENROUTER_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 	return v
 }
 
@@ -187,29 +202,46 @@ func newProvider(ctx context.Context, cfg Config, o options) (Client, error) {
 	return nil, fmt.Errorf("%w %q", ErrUnknownProvider, cfg.Provider)
 }
 
-// defaults fills a request's unset fields from the config, before it is
-// fingerprinted, recorded or sent.
+// defaults fills a request's unset fields from the config of its purpose
+// (its llm.steps entry, or the config itself), before it is fingerprinted,
+// recorded or sent, and names the model of a reply that names none.
 type defaults struct {
 	next Client
 	cfg  Config
+	// relabel answers replayed calls as the step's model, priced at the
+	// step's prices: one transcript then simulates several models.
+	relabel bool
 }
 
 func (d *defaults) Complete(ctx context.Context, req Request) (Response, error) {
+	sc := d.cfg.ForPurpose(req.Purpose)
 	if req.Model == "" {
-		req.Model = d.cfg.Model
+		req.Model = sc.Model
 	}
 	if req.MaxTokens == 0 {
-		req.MaxTokens = d.cfg.MaxTokens
+		req.MaxTokens = sc.MaxTokens
 	}
-	if req.Temperature == nil && d.cfg.Temperature != nil {
-		t := *d.cfg.Temperature
+	if req.Temperature == nil && sc.Temperature != nil {
+		t := *sc.Temperature
 		req.Temperature = &t
 	}
 	if req.ReasoningEffort == "" {
-		req.ReasoningEffort = d.cfg.ReasoningEffort
+		req.ReasoningEffort = sc.ReasoningEffort
 	}
 	resp, err := d.next.Complete(ctx, req)
 	resp.Fingerprint = Fingerprint(req)
+	if d.relabel && req.Model != "" {
+		resp.Model = req.Model
+		if sc.Provider != "" {
+			resp.Provider = sc.Provider
+		}
+		if _, ok := sc.price(req.Model); ok {
+			resp.CostUSD = sc.Cost(req.Model, resp.Usage)
+		}
+	}
+	if resp.Model == "" {
+		resp.Model = req.Model
+	}
 	return resp, err
 }
 

@@ -60,6 +60,9 @@ type Data struct {
 	StopReason string
 	// LLM is the run's total spend (candidates carry their own share).
 	LLM Usage
+	// Models splits LLM by the model that answered, sorted by name
+	// (llm.steps lets several models serve a run).
+	Models []ModelUsage
 	// Notes are extra lines shown under the summary.
 	Notes []string
 }
@@ -166,6 +169,12 @@ type Usage struct {
 	// server reported no usage); their tokens and dollars are estimates.
 	EstimatedCalls int
 	CostUSD        float64
+}
+
+// ModelUsage is the spend of one model.
+type ModelUsage struct {
+	Model string
+	Usage
 }
 
 // EstimatedTag is what follows a token count of which estimatedCalls of

@@ -92,6 +92,17 @@ type jsonUsage struct {
 	TokensEstimated  bool   `json:"tokens_estimated"`
 	EstimatedCalls   int    `json:"estimated_calls"`
 	CostUSD          amount `json:"cost_usd"`
+	// ByModel is set on the run's total only.
+	ByModel []jsonModel `json:"by_model,omitempty"`
+}
+
+type jsonModel struct {
+	Model            string `json:"model"`
+	Calls            int    `json:"calls"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	EstimatedCalls   int    `json:"estimated_calls"`
+	CostUSD          amount `json:"cost_usd"`
 }
 
 type jsonRound struct {
@@ -203,7 +214,10 @@ func timestamp(t time.Time) *string {
 //	llm                        {calls, prompt_tokens, completion_tokens, tokens_estimated,
 //	                           estimated_calls, cost_usd}: tokens_estimated is true when
 //	                           the server reported no usage for estimated_calls of the
-//	                           calls, whose tokens (and cost) kagent then estimated
+//	                           calls, whose tokens (and cost) kagent then estimated;
+//	                           by_model[] {model, calls, prompt_tokens,
+//	                           completion_tokens, estimated_calls, cost_usd} splits it
+//	                           by the model that answered (one row per model, sorted)
 //	rounds[]                   {round, candidates, correct, best_id, best_ms, improved}
 //	candidates[]               {id, round, parent, bottleneck, direction, label,
 //	                           status, correct, best, failure, reason, timing,
@@ -232,6 +246,10 @@ func JSON(d Data) ([]byte, error) {
 		Rounds:     []jsonRound{},
 		Candidates: []jsonCandidate{},
 		Notes:      append([]string{}, d.Notes...),
+	}
+	for _, m := range d.Models {
+		r.LLM.ByModel = append(r.LLM.ByModel, jsonModel{Model: m.Model, Calls: m.Calls, PromptTokens: m.PromptTokens,
+			CompletionTokens: m.CompletionTokens, EstimatedCalls: m.EstimatedCalls, CostUSD: amount(m.CostUSD)})
 	}
 	if der.best >= 0 {
 		b := d.Candidates[der.best]

@@ -28,6 +28,7 @@ func Markdown(d Data) ([]byte, error) {
 	fmt.Fprintf(&b, "# kagent report: %s\n\n", oneLine(title))
 	writeSummary(&b, d, der)
 	writeFacts(&b, d)
+	writeModels(&b, d)
 	writeBaselines(&b, d)
 	writeRounds(&b, d, der)
 	writeCandidates(&b, d, der)
@@ -381,6 +382,19 @@ func gpuSummary(g GPU) string {
 		parts = append(parts, fmt.Sprintf("L2 %.0f MB", g.L2MB))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeModels is the spend per model, when more than one model served the run.
+func writeModels(b *bytes.Buffer, d Data) {
+	if len(d.Models) < 2 {
+		return
+	}
+	b.WriteString("## LLM models\n\n| model | calls | prompt tokens | completion tokens | cost |\n|---|--:|--:|--:|--:|\n")
+	for _, m := range d.Models {
+		fmt.Fprintf(b, "| %s | %d | %d | %d%s | %s |\n", cell(code(m.Model)), m.Calls, m.PromptTokens, m.CompletionTokens,
+			EstimatedTag(m.EstimatedCalls, m.Calls), fmtUSD(m.CostUSD))
+	}
+	b.WriteString("\n")
 }
 
 func usageText(u Usage) string {

@@ -442,3 +442,48 @@ func TestEstimatedTag(t *testing.T) {
 		}
 	}
 }
+
+// TestModelsTable: the spend per model is a table of report.md when more
+// than one model served the run (names escaped), and by_model of
+// report.json always.
+func TestModelsTable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		models []ModelUsage
+		table  bool
+	}{
+		{"one model", []ModelUsage{{Model: "gpt-5", Usage: Usage{Calls: 3, CostUSD: 0.5}}}, false},
+		{"two models", []ModelUsage{{Model: "gpt-5", Usage: Usage{Calls: 2, CostUSD: 0.4}},
+			{Model: "mini|\x1b[2Kx", Usage: Usage{Calls: 1, CostUSD: 0.1}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := nothingCorrect()
+			d.Models = tc.models
+			md, err := Markdown(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(md), "## LLM models"); got != tc.table {
+				t.Errorf("models table shown: %v, want %v", got, tc.table)
+			}
+			if tc.table && !strings.Contains(string(md), "| `mini\\|\\x1b[2Kx` | 1 |") {
+				t.Errorf("the model name is not escaped:\n%s", md)
+			}
+			b, err := JSON(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				LLM struct {
+					ByModel []struct {
+						Model string `json:"model"`
+						Calls int    `json:"calls"`
+					} `json:"by_model"`
+				} `json:"llm"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil || len(r.LLM.ByModel) != len(tc.models) || r.LLM.ByModel[0].Calls != tc.models[0].Calls {
+				t.Errorf("report.json by_model = %+v, %v", r.LLM.ByModel, err)
+			}
+		})
+	}
+}

@@ -90,7 +90,8 @@ func (s *Store) LLMCalls(ctx context.Context, runID string) ([]LLMCall, error) {
 	return out, nil
 }
 
-// LLMUsage adds up a run's model calls, in total and per purpose: what a
+// LLMUsage adds up a run's model calls, in total, per purpose and per
+// model: what a
 // resumed run has already spent against its budget.
 func (s *Store) LLMUsage(ctx context.Context, runID string) (Usage, error) {
 	var u Usage
@@ -109,27 +110,16 @@ func (s *Store) LLMUsage(ctx context.Context, runID string) (Usage, error) {
 }
 
 func llmUsage(ctx context.Context, tx *sql.Tx, runID string) (Usage, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT purpose, count(*), count(*) FILTER (WHERE error <> ''),
-		coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), count(*) FILTER (WHERE usage_estimated <> 0),
-		coalesce(sum(cost_usd), 0), coalesce(sum(duration_ns), 0)
-		FROM llm_calls WHERE run_id = ? GROUP BY purpose ORDER BY purpose`, runID)
+	byPurpose, err := llmTotals(ctx, tx, runID, "purpose")
 	if err != nil {
 		return Usage{}, err
 	}
-	defer rows.Close()
-	var u Usage
-	for rows.Next() {
-		var purpose string
-		var t Totals
-		var dur int64
-		if err := rows.Scan(&purpose, &t.Calls, &t.Failed, &t.PromptTokens, &t.CompletionTokens, &t.EstimatedCalls, &t.CostUSD, &dur); err != nil {
-			return Usage{}, err
-		}
-		t.Duration = time.Duration(dur)
-		if u.ByPurpose == nil {
-			u.ByPurpose = map[string]Totals{}
-		}
-		u.ByPurpose[purpose] = t
+	byModel, err := llmTotals(ctx, tx, runID, "model")
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{ByPurpose: byPurpose, ByModel: byModel}
+	for _, t := range byPurpose {
 		u.Calls += t.Calls
 		u.Failed += t.Failed
 		u.PromptTokens += t.PromptTokens
@@ -138,5 +128,36 @@ func llmUsage(ctx context.Context, tx *sql.Tx, runID string) (Usage, error) {
 		u.CostUSD += t.CostUSD
 		u.Duration += t.Duration
 	}
-	return u, rows.Err()
+	return u, nil
+}
+
+// llmTotals adds up a run's calls grouped by one column (purpose or model);
+// nil when the run made none.
+func llmTotals(ctx context.Context, tx *sql.Tx, runID, column string) (map[string]Totals, error) {
+	if column != "purpose" && column != "model" {
+		return nil, fmt.Errorf("group llm calls by %q: %w", column, ErrInvalid)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+column+`, count(*), count(*) FILTER (WHERE error <> ''),
+		coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), count(*) FILTER (WHERE usage_estimated <> 0),
+		coalesce(sum(cost_usd), 0), coalesce(sum(duration_ns), 0)
+		FROM llm_calls WHERE run_id = ? GROUP BY `+column+` ORDER BY `+column, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out map[string]Totals
+	for rows.Next() {
+		var key string
+		var t Totals
+		var dur int64
+		if err := rows.Scan(&key, &t.Calls, &t.Failed, &t.PromptTokens, &t.CompletionTokens, &t.EstimatedCalls, &t.CostUSD, &dur); err != nil {
+			return nil, err
+		}
+		t.Duration = time.Duration(dur)
+		if out == nil {
+			out = map[string]Totals{}
+		}
+		out[key] = t
+	}
+	return out, rows.Err()
 }

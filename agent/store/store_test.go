@@ -75,7 +75,7 @@ func TestRoundTrip(t *testing.T) {
 	check(t, s.SetBest(ctx, run.ID, "r1c0"))
 
 	calls := []LLMCall{
-		{RunID: run.ID, Round: 1, Purpose: "diagnose", Model: "gpt-5", PromptTokens: 1200, CompletionTokens: 300,
+		{RunID: run.ID, Round: 1, Purpose: "diagnose", Model: "gpt-5-mini", PromptTokens: 1200, CompletionTokens: 300,
 			CostUSD: 0.0125, Duration: 2 * time.Second, Fingerprint: "fp-1", At: time.Date(2026, 1, 29, 11, 0, 1, 0, time.UTC)},
 		{RunID: run.ID, Round: 1, CandidateID: "r1c0", Purpose: "rewrite", Model: "gpt-5", PromptTokens: 3000,
 			CompletionTokens: 2000, UsageEstimated: true, CostUSD: 0.05, Duration: 9 * time.Second, Fingerprint: "fp-2",
@@ -132,6 +132,11 @@ func TestRoundTrip(t *testing.T) {
 			ByPurpose: map[string]Totals{
 				"diagnose": {Calls: 1, PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.0125, Duration: 2 * time.Second},
 				"rewrite": {Calls: 2, Failed: 1, PromptTokens: 3000, CompletionTokens: 2000, EstimatedCalls: 1, CostUSD: 0.05,
+					Duration: 10 * time.Second},
+			},
+			ByModel: map[string]Totals{
+				"gpt-5-mini": {Calls: 1, PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.0125, Duration: 2 * time.Second},
+				"gpt-5": {Calls: 2, Failed: 1, PromptTokens: 3000, CompletionTokens: 2000, EstimatedCalls: 1, CostUSD: 0.05,
 					Duration: 10 * time.Second},
 			},
 		}

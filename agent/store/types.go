@@ -210,10 +210,12 @@ type Totals struct {
 	Duration       time.Duration `json:"duration_ns"` // summed; concurrent calls overlap
 }
 
-// Usage is a run's LLM spend, in total and per purpose.
+// Usage is a run's LLM spend, in total, per purpose and per model (the
+// model that answered each call, as LLMCall.Model records it).
 type Usage struct {
 	Totals
 	ByPurpose map[string]Totals `json:"by_purpose,omitempty"`
+	ByModel   map[string]Totals `json:"by_model,omitempty"`
 }
 
 // Event is one line of a run's live log. The store writes events itself for

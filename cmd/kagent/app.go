@@ -170,8 +170,8 @@ func configFlags() []cli.Flag {
 // LLM (optimize, generate, sweep).
 func llmConfigFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "llm-model", Usage: "LLM model"},
-		&cli.StringFlag{Name: "llm-provider", Usage: "openai (any OpenAI-compatible server), anthropic, google or bedrock"},
+		&cli.StringFlag{Name: "llm-model", Usage: "default LLM model (llm.model): serves every purpose that llm.steps gives no model of its own"},
+		&cli.StringFlag{Name: "llm-provider", Usage: "provider of the default model (llm.provider; not of llm.steps): openai (any OpenAI-compatible server), anthropic, google or bedrock"},
 		&cli.StringFlag{Name: "llm-base-url", Usage: "base URL of an OpenAI-compatible server"},
 	}
 }

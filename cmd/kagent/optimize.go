@@ -308,8 +308,8 @@ func printResult(w io.Writer, res agent.Result) {
 		fmt.Fprintln(w, "acceptance gate: passed (fresh process, new seeds)")
 	}
 	if res.Usage.Calls > 0 {
-		fmt.Fprintf(w, "llm: %d calls, %d tokens%s, $%.2f\n", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens,
-			runreport.EstimatedTag(res.Usage.EstimatedCalls, res.Usage.Calls), res.Usage.CostUSD)
+		fmt.Fprintf(w, "llm: %d calls, %d tokens%s, $%.2f%s\n", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens,
+			runreport.EstimatedTag(res.Usage.EstimatedCalls, res.Usage.Calls), res.Usage.CostUSD, modelCosts(res.Usage))
 	}
 	if !res.Representative {
 		fmt.Fprintln(w, "note: timings on this platform are not representative of GPU performance")
@@ -324,6 +324,16 @@ func printResult(w io.Writer, res agent.Result) {
 // recorded transcript, a provider, or nil when no LLM is configured.
 func llmClient(cfg configs.Config, match string, log *slog.Logger) (llm.Client, error) {
 	lc := agent.LLMConfig(cfg)
+	if cfg.LLM.Replay != "" && len(lc.Steps) > 0 {
+		// The replayer serves by purpose as below; llm.New answers each
+		// purpose as its step's model, at its step's prices.
+		lc.ReplayMatch = match
+		client, err := llm.New(lc, llm.WithLogger(log))
+		if err != nil {
+			return nil, usageError("--llm-replay: %v", err)
+		}
+		return client, nil
+	}
 	if cfg.LLM.Replay != "" {
 		rp, err := llm.NewReplayer(cfg.LLM.Replay)
 		if err != nil {
@@ -471,6 +481,14 @@ func dryRun(c *cli.Context, s *runSetup, runID, runDir string, log *slog.Logger)
 		}
 		if s.cfg.LLM.Replay != "" {
 			llmDesc = "replay of " + s.cfg.LLM.Replay
+		}
+		for _, p := range configs.Purposes() {
+			if st, ok := s.cfg.LLM.Steps[p]; ok {
+				llmDesc += "; " + p + ": " + s.cfg.LLM.ModelFor(p)
+				if st.Provider != "" {
+					llmDesc += " (" + st.Provider + ")"
+				}
+			}
 		}
 	}
 	p := plan{

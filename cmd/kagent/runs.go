@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	runreport "github.com/kagent-kernels/kagent/agent/report"
 	"github.com/kagent-kernels/kagent/agent/store"
 	"github.com/kagent-kernels/kagent/internal/ratio"
+	"github.com/kagent-kernels/kagent/internal/termtext"
 	"github.com/kagent-kernels/kagent/platform"
 )
 
@@ -137,8 +140,8 @@ func runsShow(c *cli.Context) error {
 	fmt.Fprintf(w, "best:      %s\n", orDash(d.BestID))
 	fmt.Fprintf(w, "baselines: eager %s, compile %s, input %s\n", timingText(d.Baselines.Eager), timingText(d.Baselines.Compile), timingText(d.Baselines.Input))
 	if usage.Calls > 0 {
-		fmt.Fprintf(w, "llm:       %d calls (%d failed), %d tokens%s, $%.2f\n", usage.Calls, usage.Failed,
-			usage.PromptTokens+usage.CompletionTokens, runreport.EstimatedTag(usage.EstimatedCalls, usage.Calls), usage.CostUSD)
+		fmt.Fprintf(w, "llm:       %d calls (%d failed), %d tokens%s, $%.2f%s\n", usage.Calls, usage.Failed,
+			usage.PromptTokens+usage.CompletionTokens, runreport.EstimatedTag(usage.EstimatedCalls, usage.Calls), usage.CostUSD, modelCosts(usage))
 	}
 	fmt.Fprintln(w)
 	t := newTable(w)
@@ -183,6 +186,19 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintln(w, string(b))
 	return err
+}
+
+// modelCosts is " (MODEL $X, ...)" when more than one model served
+// a run (llm.steps), "" otherwise.
+func modelCosts(u store.Usage) string {
+	if len(u.ByModel) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(u.ByModel)) {
+		parts = append(parts, fmt.Sprintf("%s $%.2f", clipLine(termtext.Line(m), 60), u.ByModel[m].CostUSD))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // clipLine folds s onto one line of at most n bytes.
