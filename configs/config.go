@@ -19,6 +19,7 @@ import (
 const (
 	StrategyGreedy = search.Greedy
 	StrategyBeam   = search.Beam
+	StrategyElites = search.Elites
 	StrategyTune   = search.Tune
 	StrategyNoop   = search.Noop
 )

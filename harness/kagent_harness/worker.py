@@ -241,6 +241,15 @@ class Worker:
         problem_path = str(req.get("problem_path") or "")
         return check_file(path, _require_triton(req), problem_path).as_dict()
 
+    def fingerprint(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        from .failures import RequestError
+        from .fingerprint import fingerprint_file
+
+        path = str(req.get("candidate_path") or "")
+        if not os.path.isfile(path):
+            raise RequestError("bad_request", f"candidate_path {path!r} is not a file")
+        return fingerprint_file(path)
+
     def verify(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .candidate import read_source, source_hash
         from .failures import RequestError
@@ -399,6 +408,7 @@ class Worker:
             "load_problem": self.load_problem,
             "unload_problem": self.unload_problem,
             "static_check": self.static_check,
+            "fingerprint": self.fingerprint,
             "verify": self.verify,
             "bench": self.bench,
             "compare": self.compare,
