@@ -88,17 +88,21 @@ func inspirations(parent, cell string, ranked []elite, k int) []string {
 	return out
 }
 
-// Update places the round's measured (correct) candidates in the archive: a
-// candidate takes its cell when the cell is empty or it is faster than the
+// Update places the round's measured (correct) candidates, the input and
+// the best in the archive: a candidate takes its cell when the cell is empty or it is faster than the
 // cell's elite (equal times keep the elite).
 func (elites) Update(s *State, out Outcome, h History) {
 	Plateau(s, out)
 	if s.Archive == nil {
 		s.Archive = map[string]string{}
 	}
+	// The input (round 0) and the best are candidates too: the first
+	// Update seeds the archive with them.
 	cs := slices.Clone(out.Measured)
-	if b, ok := h.ByID[s.BestID]; ok {
-		cs = append(cs, b)
+	for _, c := range h.ByID {
+		if c.ID == s.BestID || (c.Round == 0 && c.Status.Measured()) {
+			cs = append(cs, c)
+		}
 	}
 	slices.SortFunc(cs, func(x, y store.Candidate) int { return store.CompareIDs(x.ID, y.ID) })
 	for _, c := range cs {

@@ -16,6 +16,9 @@ import (
 func eliteCand(id string, ms float64, class roofline.Class, block int) store.Candidate {
 	c := cand(id, ms, "h-"+id)
 	c.Source = "BLOCK_SIZE = " + strconv.Itoa(block) + "\n"
+	if id != "input" {
+		c.Round = 1
+	}
 	if class != "" {
 		c.Roofline = &roofline.Result{Class: class}
 	}
@@ -62,6 +65,13 @@ func TestElitesUpdate(t *testing.T) {
 			measured: []store.Candidate{eliteCand("r1c1", 12, roofline.ClassMemory, 64), eliteCand("r1c2", 11, roofline.ClassLatency, 256)},
 			want: map[string]string{"memory/block<=1024/warps?": "input", "memory/block<=128/warps?": "r1c1",
 				"latency/block<=1024/warps?": "r1c2"},
+		},
+		{
+			name:     "the input enters the archive when it is no longer the best",
+			state:    State{BestID: "r1c1"},
+			history:  hist(in, eliteCand("r1c1", 5, roofline.ClassMemory, 64)),
+			measured: []store.Candidate{eliteCand("r1c1", 5, roofline.ClassMemory, 64)},
+			want:     map[string]string{"memory/block<=1024/warps?": "input", "memory/block<=128/warps?": "r1c1"},
 		},
 		{
 			name:     "a faster kernel replaces its cell's elite",
