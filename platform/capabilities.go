@@ -67,8 +67,8 @@ type MemoryPlan struct {
 	KeptRunners   int     `json:"kept_runners"`
 }
 
-// Fingerprinter computes a candidate's code fingerprint without running it,
-// so that a rewrite whose code repeats an earlier candidate's is recorded as
+// Fingerprinter computes a candidate's code fingerprint without running its
+// kernels, so that a rewrite whose code repeats an earlier candidate's is recorded as
 // its duplicate instead of being verified and timed again.
 type Fingerprinter interface {
 	Fingerprint(ctx context.Context, c Candidate) (Fingerprint, error)
@@ -82,7 +82,13 @@ type Fingerprint struct {
 	// Method is how Hash was computed: "ast" (the normalised syntax tree of
 	// the module) or "ttir" (the Triton IR of the launched kernels).
 	Method string `json:"method"`
-	// Kernels names the module's @triton.jit functions.
+	// Kernels names the launched @triton.jit functions (ttir) or the
+	// module's (ast).
 	Kernels []string `json:"kernels,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
+	// Launches counts the launches of the fingerprinted call (ttir).
+	Launches int `json:"launches,omitempty"`
+	// Target is what the TTIR was compiled for ("cuda 90").
+	Target string `json:"target,omitempty"`
+	// Reason says why there is no hash, or why ast was used.
+	Reason string `json:"reason,omitempty"`
 }

@@ -40,8 +40,10 @@
 //
 // The loop rejects a candidate as "duplicate" before any verification when
 // it repeats an earlier candidate of the run: first by normalised source
-// (History.Hashes), then by compiled code (see package agent): strategies
-// never see a duplicate as measured.
+// (History.Hashes), then by compiled code: the Triton IR of the kernels it
+// launches, for their launch's constexprs, options and grid, and its host
+// code (platform.Fingerprinter; docs/search.md). Strategies never see a
+// duplicate as measured.
 //
 // # Adding a strategy
 //

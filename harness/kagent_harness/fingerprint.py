@@ -1,15 +1,26 @@
 """A candidate's code fingerprint, for finding a rewrite that repeats an
 earlier candidate of the run before any of it is verified or timed.
 
-The judge never imports a candidate (see PROTOCOL.md, Judge and runner), so
-the fingerprint is computed from the source alone: a hash of the module's
-normalised abstract syntax tree. Comments, docstrings, formatting and the
-names of each function's parameters and local variables do not count;
-everything else does, including every literal at a launch site (constexpr
-values, num_warps, grids), so two kernels launched with different
-specialisations never share a fingerprint. The method is recorded with the
-hash ("ast"); a fingerprint from the Triton IR of the launched kernels
-(TTIR) needs the launch's arguments, which only a runner sees.
+Two methods, the hash recorded with its method:
+
+- ``ttir``: the candidate is called once on the problem's first draw in its
+  runner (the judge never imports a candidate) with every Triton launch
+  recorded instead of run; each launched ``@triton.jit`` function is compiled
+  to Triton IR (TTIR) for the arguments, constexprs, options (num_warps, ...)
+  and grid of its launch, for the session's GPU or, on the cpu platform
+  (``TRITON_INTERPRET=1``), for ``GPUTarget("cuda", 90, 32)``: Triton 3.6
+  compiles to TTIR without a GPU. The hash covers the TTIR with source
+  locations and value names removed, the launch's options and grid, and the
+  host code (the module less its jit functions, as below): kernels that
+  compile alike under another spelling share it; kernels launched with
+  another specialisation, or whose host code differs, do not.
+- ``ast``: a hash of the module's normalised abstract syntax tree.
+  Comments, docstrings, formatting and the names of each function's
+  parameters and local variables do not count; everything else does,
+  including every literal at a launch site, so two kernels launched with
+  different specialisations never share it. Used where no launch was seen
+  or the compile failed (the record's reason says why), and by the
+  ``fingerprint`` request without a problem.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ import hashlib
 from typing import Any, Dict, List, Union
 
 METHOD_AST = "ast"
+METHOD_TTIR = "ttir"
 
 _Func = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 
@@ -30,24 +42,38 @@ def fingerprint_source(source: str) -> Dict[str, Any]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         return {"hash": None, "method": METHOD_AST, "kernels": [], "reason": f"does not parse: {exc}"}
-    kernels = _jit_functions(tree)
+    kernels = sorted(n.name for n in ast.walk(tree) if _is_jit(n))
+    return {"hash": _tree_hash(tree), "method": METHOD_AST, "kernels": kernels}
+
+
+def _tree_hash(tree: ast.AST) -> str:
     tree = _Normalizer().visit(tree)
     dump = ast.dump(tree, annotate_fields=False, include_attributes=False)
-    return {"hash": hashlib.sha256(dump.encode("utf-8")).hexdigest(), "method": METHOD_AST, "kernels": kernels}
+    return hashlib.sha256(dump.encode("utf-8")).hexdigest()
 
 
-def _jit_functions(tree: ast.AST) -> List[str]:
-    """The names of the functions decorated with something ending in jit."""
-    out: List[str] = []
+def _is_jit(node: ast.AST) -> bool:
+    """Whether node is a function decorated with something ending in jit."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name.endswith("jit"):
+            return True
+    return False
+
+
+def host_hash(source: str) -> str:
+    """The ast hash of the module less its jit functions (their code is in
+    the TTIR)."""
+    tree = ast.parse(source)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for d in node.decorator_list:
-                target = d.func if isinstance(d, ast.Call) else d
-                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-                if name.endswith("jit"):
-                    out.append(node.name)
-                    break
-    return sorted(out)
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list):
+                setattr(node, field, [s for s in body if not _is_jit(s)] or [ast.Pass()])
+    return _tree_hash(tree)
 
 
 def _drop_docstring(body: List[ast.stmt]) -> List[ast.stmt]:
