@@ -64,6 +64,19 @@ func (p *pipeline) codeDuplicate(ctx context.Context, c store.Candidate) (*platf
 	return &v, nil
 }
 
+// fingerprintInput records the input kernel's fingerprint (once), so that a
+// rewrite compiling to the input's code is its duplicate.
+func (p *pipeline) fingerprintInput(ctx context.Context, in store.Candidate) error {
+	if _, err := os.Stat(p.art.path(candidateFile(in.ID, fingerprintFile))); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, err := p.materialize(in); err != nil {
+		return err
+	}
+	_, err := p.codeDuplicate(ctx, in)
+	return err
+}
+
 // methodWords says what a fingerprint method compares.
 func methodWords(method string) string {
 	if method == "ttir" {

@@ -79,6 +79,10 @@ func TestDuplicatesAndInspirationsOnCPU(t *testing.T) {
 			if best := bestOf(t, runDir); best == "input" || !strings.HasPrefix(best, "r") {
 				t.Errorf("best kernel %q: no rewrite was promoted", best)
 			}
+			if b, err := os.ReadFile(filepath.Join(runDir, "round000", "input", "fingerprint.json")); err != nil ||
+				!strings.Contains(string(b), `"method": "ttir"`) {
+				t.Errorf("the input's fingerprint: %s %v", b, err)
+			}
 			prompts, _ := filepath.Glob(filepath.Join(runDir, "round002", "*", "optimize.prompt.md"))
 			shown := 0
 			for _, p := range prompts {

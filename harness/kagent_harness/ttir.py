@@ -11,6 +11,7 @@ import sys
 from types import ModuleType, TracebackType
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
+from .failures import one_line
 from .fingerprint import METHOD_TTIR, fingerprint_source, host_hash
 
 # Launches recorded past this many are not compiled (a loop of launches):
@@ -61,7 +62,7 @@ def fingerprint_call(module: ModuleType, source: str, call: Callable[[], Any]) -
         try:
             call()
         except Exception as exc:  # noqa: BLE001 - candidate code; what was launched still counts
-            err = f"{type(exc).__name__}: {exc}"
+            err = one_line(f"{type(exc).__name__}: {exc}")[:300]
     if not rec.launches:
         out = fingerprint_source(source)
         out["reason"] = "no Triton launch seen" + (f" (the call raised {err})" if err else "")
@@ -70,7 +71,7 @@ def fingerprint_call(module: ModuleType, source: str, call: Callable[[], Any]) -
         return _ttir_fingerprint(module, source, rec.launches)
     except Exception as exc:  # noqa: BLE001 - an unknown Triton version or kernel: fall back
         out = fingerprint_source(source)
-        out["reason"] = f"compiling to TTIR failed: {type(exc).__name__}: {exc}"[:500]
+        out["reason"] = one_line(f"compiling to TTIR failed: {type(exc).__name__}: {exc}")[:500]
         return out
 
 

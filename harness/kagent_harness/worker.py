@@ -258,6 +258,9 @@ class Worker:
             return fingerprint_file(path)
         problem = self._problem(req)
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
+        # A fresh runner: one whose kernels ran in Triton's interpreter has
+        # triton.language patched, which the compiler cannot use.
+        self._drop(key)
         try:
             with self._active(key):
                 return self._candidate(problem, path, req).fingerprint(problem.main)
