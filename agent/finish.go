@@ -149,6 +149,12 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 	}
 	for _, c := range cs {
 		res.Counts[c.Status]++
+		switch DuplicateBy(c.Verdict) {
+		case "source":
+			res.Duplicates.BySource++
+		case "code":
+			res.Duplicates.ByCode++
+		}
 	}
 	if in, err := l.st.Candidate(ctx, l.runID, store.InputID); err == nil {
 		res.Input = l.kernelOf(in)

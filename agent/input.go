@@ -106,6 +106,14 @@ type Kernel struct {
 	Roofline *roofline.Result `json:"roofline,omitempty"`
 }
 
+// Duplicates counts candidates rejected as duplicates without running.
+type Duplicates struct {
+	// BySource: the normalised source repeats an earlier candidate's.
+	BySource int `json:"by_source"`
+	// ByCode: the code fingerprint does (platform.Fingerprint).
+	ByCode int `json:"by_code"`
+}
+
 // Result is what a run found.
 type Result struct {
 	RunID  string          `json:"run_id"`
@@ -137,7 +145,10 @@ type Result struct {
 	Rounds int `json:"rounds"`
 	// Counts is how many candidates ended in each status.
 	Counts map[store.Status]int `json:"counts"`
-	Usage  store.Usage          `json:"llm_usage"`
+	// Duplicates counts the candidates skipped without running as repeats
+	// of an earlier one, by how they were found.
+	Duplicates Duplicates  `json:"duplicates"`
+	Usage      store.Usage `json:"llm_usage"`
 	// BestPath is best_kernel.py in the run dir; OptimizedPath is
 	// optimized_kernel_<strategy>.py in the kernel dir ("" when not written).
 	BestPath      string `json:"best_path,omitempty"`

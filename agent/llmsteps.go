@@ -139,6 +139,17 @@ func exploredFrom(parentID string, h search.History) []string {
 	return out
 }
 
+// inspirationsOf are the slot's further parents as the prompt shows them.
+func inspirationsOf(ids []string, h search.History) []prompts.Inspiration {
+	var out []prompts.Inspiration
+	for _, id := range ids {
+		if c, ok := h.ByID[id]; ok {
+			out = append(out, prompts.Inspiration{ID: id, Cell: search.Descriptor(c), TimeMS: c.MedianMS(), Source: c.Source})
+		}
+	}
+	return out
+}
+
 // attemptsOn describes the earlier rewrites of a parent (each slot's last
 // candidate), oldest first, at most historyInPrompts.
 func attemptsOn(parentID string, h search.History) []prompts.Attempt {

@@ -32,11 +32,14 @@ type pipeline struct {
 
 	infoOnce sync.Once
 	info     *platform.ProblemInfo
+
+	fps fingerprints
 }
 
 // add records a new candidate and writes its source. A reply without code
 // (xerr) is rejected as "extract"; a source that repeats one of the run
-// (same normalised-source hash) is rejected as "duplicate" without running.
+// (same normalised-source hash), or whose code fingerprint does
+// (codeDuplicate), is rejected as "duplicate" without running.
 func (p *pipeline) add(ctx context.Context, c store.Candidate, src string, xerr error) (store.Candidate, error) {
 	c.Source = src
 	c, err := p.st.AddCandidate(ctx, c)
@@ -51,6 +54,8 @@ func (p *pipeline) add(ctx context.Context, c store.Candidate, src string, xerr 
 		v = ptr(rejection(failExtract, oneLine(xerr.Error())))
 	} else if first, err := p.st.CandidateByHash(ctx, p.runID, c.SourceHash); err == nil && first.ID != c.ID {
 		v = ptr(rejection(failDup, fmt.Sprintf("the kernel is the same as %s (after normalising whitespace and comments); propose a different change", first.ID)))
+	} else if v, err = p.codeDuplicate(ctx, c); err != nil {
+		return c, err
 	}
 	if v == nil {
 		return c, nil

@@ -86,6 +86,7 @@ func (pr *proposer) propose(ctx context.Context, v view, s search.Slot, diags ma
 		Target: pr.target, Problem: pr.in.Task.ProblemSource, Kernel: parent.Source,
 		Times: v.times(parent), Roofline: rooflineOf(parent), Bottleneck: b,
 		Attempts: attemptsOn(parent.ID, v.h), Reflections: pr.reflections(ctx),
+		Inspirations: inspirationsOf(s.Parents[1:], v.h),
 	})
 	if err != nil {
 		return c, false, &fatalError{err}

@@ -363,6 +363,10 @@ func (l *loop) round0(ctx context.Context) error {
 			return err
 		}
 	}
+	// Before its verification: fingerprinting loads the kernel afresh.
+	if err := l.fingerprintInput(ctx, c); err != nil {
+		return err
+	}
 	for c.Status != store.StatusProfiled {
 		switch c.Status {
 		case store.StatusProposed:

@@ -19,6 +19,7 @@ import (
 const (
 	StrategyGreedy = search.Greedy
 	StrategyBeam   = search.Beam
+	StrategyElites = search.Elites
 	StrategyTune   = search.Tune
 	StrategyNoop   = search.Noop
 )
@@ -93,6 +94,9 @@ type StrategyConfig struct {
 	NumTopKernels    int `yaml:"num_top_kernels"`
 	NumBottlenecks   int `yaml:"num_bottlenecks"`
 	MaxNoImprovement int `yaml:"max_no_improvement"`
+	// NumInspirations is how many elites of other cells each elites slot
+	// shows with its parent (default 2).
+	NumInspirations int `yaml:"num_inspirations"`
 	// MaxVariants bounds the knob variants the tune strategy (and the tune
 	// polish) evaluates per round.
 	MaxVariants int `yaml:"max_variants"`
@@ -106,7 +110,7 @@ type StrategyConfig struct {
 func (c Config) SearchSettings() search.Settings {
 	sc := c.StrategyConfig
 	return search.Settings{NumTopKernels: sc.NumTopKernels, NumBottlenecks: sc.NumBottlenecks,
-		MaxVariants: sc.MaxVariants, DivergencePct: c.DivergenceThreshold}
+		MaxVariants: sc.MaxVariants, NumInspirations: sc.NumInspirations, DivergencePct: c.DivergenceThreshold}
 }
 
 // RooflineConfig tunes the roofline analysis and the roofline stop rule.
@@ -221,7 +225,7 @@ func (c *Config) PlatformName() string { return canonicalPlatform(string(c.Platf
 func Default() Config {
 	return Config{
 		Strategy:            StrategyGreedy,
-		StrategyConfig:      StrategyConfig{NumTopKernels: 2, NumBottlenecks: 2, MaxNoImprovement: 3, MaxVariants: 8},
+		StrategyConfig:      StrategyConfig{NumTopKernels: 2, NumBottlenecks: 2, MaxNoImprovement: 3, MaxVariants: 8, NumInspirations: 2},
 		MaxRounds:           10,
 		ProfileCandidates:   ProfileImproving,
 		NumWorkers:          1,

@@ -66,3 +66,29 @@ type MemoryPlan struct {
 	MaxBufferSets int     `json:"max_buffer_sets"`
 	KeptRunners   int     `json:"kept_runners"`
 }
+
+// Fingerprinter computes a candidate's code fingerprint without running its
+// kernels, so that a rewrite whose code repeats an earlier candidate's is recorded as
+// its duplicate instead of being verified and timed again.
+type Fingerprinter interface {
+	Fingerprint(ctx context.Context, c Candidate) (Fingerprint, error)
+}
+
+// Fingerprint identifies a candidate's code up to what cannot change what it
+// runs (see the harness's fingerprint.py and PROTOCOL.md's fingerprint op).
+type Fingerprint struct {
+	// Hash is empty when none could be computed (Reason says why).
+	Hash string `json:"hash"`
+	// Method is how Hash was computed: "ast" (the normalised syntax tree of
+	// the module) or "ttir" (the Triton IR of the launched kernels).
+	Method string `json:"method"`
+	// Kernels names the launched @triton.jit functions (ttir) or the
+	// module's (ast).
+	Kernels []string `json:"kernels,omitempty"`
+	// Launches counts the launches of the fingerprinted call (ttir).
+	Launches int `json:"launches,omitempty"`
+	// Target is what the TTIR was compiled for ("cuda 90").
+	Target string `json:"target,omitempty"`
+	// Reason says why there is no hash, or why ast was used.
+	Reason string `json:"reason,omitempty"`
+}

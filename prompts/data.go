@@ -103,6 +103,18 @@ type OptimizeData struct {
 	Reflections []Reflection
 	// TargetSpeedup is the improvement asked for over the best time (default 1.1).
 	TargetSpeedup float64
+	// Inspirations are correct kernels strong elsewhere (the slot's further
+	// parents), shown for ideas.
+	Inspirations []Inspiration
+}
+
+// Inspiration is another correct kernel shown with the one to rewrite.
+type Inspiration struct {
+	ID string
+	// Cell says how it differs (the strategy's behaviour cell), if known.
+	Cell   string
+	TimeMS float64
+	Source string
 }
 
 // Attempt is one earlier rewrite, as shown to the model.

@@ -38,7 +38,8 @@
 // diagnose adds kernel, times, roofline, metrics, num_bottlenecks,
 // num_causes, num_fixes, explored, schema. optimize adds kernel, times,
 // roofline, bottleneck, attempts, avoid, prioritize, target_ms,
-// target_speedup. refine adds kernel, failure, reason, details, attempt,
+// target_speedup, inspirations (other correct kernels shown for ideas: id,
+// cell, time_ms, kernel). refine adds kernel, failure, reason, details, attempt,
 // max_attempts, previous, direction. reflect adds attempt, schema. generate
 // adds dtype, feedback, previous_kernel. See the embedded templates for how
 // each is used.

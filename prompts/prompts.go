@@ -346,7 +346,16 @@ func (s *Set) Optimize(d OptimizeData) (Prompt, error) {
 		"kernel": code(d.Kernel), "times": timesView(d.Times), "roofline": rooflineView(d.Roofline),
 		"bottleneck": d.Bottleneck, "attempts": attemptsView(d.Attempts), "reflections": d.Reflections,
 		"avoid": avoid, "prioritize": try, "target_speedup": num(sp), "target_ms": ms(ref / sp),
+		"inspirations": inspirationsView(d.Inspirations),
 	})
+}
+
+func inspirationsView(is []Inspiration) []map[string]any {
+	out := make([]map[string]any, len(is))
+	for i, x := range is {
+		out[i] = map[string]any{"id": x.ID, "cell": x.Cell, "time_ms": ms(x.TimeMS), "kernel": code(x.Source)}
+	}
+	return out
 }
 
 // Refine renders the prompt that fixes a kernel which failed verification.

@@ -329,3 +329,36 @@ func TestValueDecodesNumbersAndStrings(t *testing.T) {
 		t.Errorf("values = %+v", ev)
 	}
 }
+
+func TestOptimizeShowsInspirations(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		insp  []Inspiration
+		wants []string
+	}{
+		{"none", nil, nil},
+		{"two", []Inspiration{{ID: "r1c2", Cell: "memory/block<=128/warps?", TimeMS: 0.5, Source: "def other_kernel():\n    pass\n"},
+			{ID: "input", Source: "def third():\n    pass\n"}},
+			[]string{"## Other correct kernels for ideas", "### r1c2 (memory/block<=128/warps?), 0.5 ms", "def other_kernel():", "### input", "def third():"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := s.Optimize(OptimizeData{Target: cudaTarget, Problem: problem, Kernel: kernel, Bottleneck: memBottleneck, Inspirations: tt.insp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tt.wants) == 0 && strings.Contains(p.User, "Other correct kernels") {
+				t.Errorf("a slot without inspirations shows the section:\n%s", p.User)
+			}
+			for _, w := range tt.wants {
+				if !strings.Contains(p.User, w) {
+					t.Errorf("prompt lacks %q:\n%s", w, p.User)
+				}
+			}
+		})
+	}
+}

@@ -1,5 +1,5 @@
 // Package search decides what each round of an optimization run evaluates:
-// the strategies (greedy, beam search, tune), the registry that names them
+// the strategies (greedy, beam search, elites, tune), the registry that names them
 // and says which need a language model, and the state a run carries from
 // round to round.
 //
@@ -18,6 +18,32 @@
 // directions as the parent has slots), with the other parents shown in the
 // prompt. Rank runs from 1; Index numbers the round's slots from 1 and
 // names their candidates (r<round>c<index>).
+//
+// # Elites
+//
+// The elites strategy is MAP-Elites-like: State.Archive keeps, per
+// behaviour cell, the fastest correct kernel of the run (its elite). A
+// kernel's cell (Descriptor) is its roofline class (memory, compute or
+// latency; "unplaced" when it could not be placed, as on the cpu platform)
+// and its launch regime read from its source: the largest literal given to
+// a name with BLOCK in it (<=128, <=1024, >1024, ? for none) and to
+// num_warps (<=4, >4, ? for none). Each round rewrites the elites of
+// num_top_kernels distinct cells (the best's first, then the fastest other
+// cells; missing cells give their slots to the best), each along
+// num_bottlenecks directions, and every slot carries the num_inspirations
+// fastest elites of other cells as further parents, which the optimize
+// prompt shows. Update puts a measured (correct) kernel in its cell when
+// the cell is empty or it is faster than the elite there; the archive is
+// part of State, so a resumed run picks the same cells.
+//
+// # Duplicates
+//
+// The loop rejects a candidate as "duplicate" before any verification when
+// it repeats an earlier candidate of the run: first by normalised source
+// (History.Hashes), then by compiled code: the Triton IR of the kernels it
+// launches, for their launch's constexprs, options and grid, and its host
+// code (platform.Fingerprinter; docs/search.md). Strategies never see a
+// duplicate as measured.
 //
 // # Adding a strategy
 //

@@ -14,6 +14,9 @@ type Settings struct {
 	NumTopKernels int
 	// NumBottlenecks is the directions explored per beam member (beam_search).
 	NumBottlenecks int
+	// NumInspirations is how many elites of other cells a slot shows with
+	// its parent (elites).
+	NumInspirations int
 	// MaxVariants bounds the knob variants a tune round evaluates.
 	MaxVariants int
 	// DivergencePct drops beam members slower than the best by more than this.

@@ -20,6 +20,8 @@ type State struct {
 	BestID string `json:"best_id"`
 	// Beam holds the beam's distinct parents, best first (beam_search).
 	Beam []string `json:"beam,omitempty"`
+	// Archive maps a behaviour cell (Descriptor) to its elite (elites).
+	Archive map[string]string `json:"archive,omitempty"`
 	// NoImprovement counts consecutive rounds without a promotion.
 	NoImprovement int `json:"no_improvement"`
 	// Phase is PhaseSearch or PhasePolish.

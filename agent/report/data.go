@@ -153,6 +153,24 @@ type Candidate struct {
 	RooflineClass string
 	SOL           float64
 	LLM           Usage
+	// DuplicateBy says how a rejected duplicate was found without running
+	// it: "source" (normalised source) or "code" (code fingerprint); "" for
+	// any other candidate.
+	DuplicateBy string
+}
+
+// Duplicates counts the candidates skipped as duplicates, by how they were
+// found.
+func (d Data) Duplicates() (bySource, byCode int) {
+	for _, c := range d.Candidates {
+		switch c.DuplicateBy {
+		case "source":
+			bySource++
+		case "code":
+			byCode++
+		}
+	}
+	return bySource, byCode
 }
 
 // Correct reports whether the candidate passed verification and was timed.

@@ -37,8 +37,14 @@ type jsonReport struct {
 	StopReason     string          `json:"stop_reason"`
 	LLM            jsonUsage       `json:"llm"`
 	Rounds         []jsonRound     `json:"rounds"`
+	Duplicates     jsonDuplicates  `json:"duplicates"`
 	Candidates     []jsonCandidate `json:"candidates"`
 	Notes          []string        `json:"notes"`
+}
+
+type jsonDuplicates struct {
+	BySource int `json:"by_source"`
+	ByCode   int `json:"by_code"`
 }
 
 type jsonGPU struct {
@@ -126,6 +132,7 @@ type jsonCandidate struct {
 	Best           bool       `json:"best"`
 	Failure        string     `json:"failure"`
 	Reason         string     `json:"reason"`
+	DuplicateBy    string     `json:"duplicate_by,omitempty"`
 	Timing         jsonTiming `json:"timing"`
 	SpeedupEager   num        `json:"speedup_vs_eager"`
 	SpeedupCompile num        `json:"speedup_vs_compile"`
@@ -219,8 +226,11 @@ func timestamp(t time.Time) *string {
 //	                           completion_tokens, estimated_calls, cost_usd} splits it
 //	                           by the model that answered (one row per model, sorted)
 //	rounds[]                   {round, candidates, correct, best_id, best_ms, improved}
+//	duplicates                 {by_source, by_code}: candidates skipped without
+//	                           running as repeats of an earlier one, found by
+//	                           normalised source or by code fingerprint
 //	candidates[]               {id, round, parent, bottleneck, direction, label,
-//	                           status, correct, best, failure, reason, timing,
+//	                           status, correct, best, failure, reason, duplicate_by, timing,
 //	                           speedup_vs_eager, speedup_vs_compile, speedup_vs_input,
 //	                           floor_fraction, arithmetic_intensity, achieved_gbs,
 //	                           achieved_gflops, roofline_class, sol_pct, llm}
@@ -251,6 +261,7 @@ func JSON(d Data) ([]byte, error) {
 		r.LLM.ByModel = append(r.LLM.ByModel, jsonModel{Model: m.Model, Calls: m.Calls, PromptTokens: m.PromptTokens,
 			CompletionTokens: m.CompletionTokens, EstimatedCalls: m.EstimatedCalls, CostUSD: amount(m.CostUSD)})
 	}
+	r.Duplicates.BySource, r.Duplicates.ByCode = d.Duplicates()
 	if der.best >= 0 {
 		b := d.Candidates[der.best]
 		e, c, i := d.speedups(b.Time.MedianMS)
@@ -264,7 +275,7 @@ func JSON(d Data) ([]byte, error) {
 	for i, c := range d.Candidates {
 		jc := jsonCandidate{ID: c.ID, Round: c.Round, Parent: c.Parent, Bottleneck: c.Bottleneck,
 			Direction: c.Direction, Label: c.Label, Status: c.Status, Correct: c.Correct(),
-			Best: i == der.best, Failure: c.Failure, Reason: c.Reason, Timing: timing(c.Time),
+			Best: i == der.best, Failure: c.Failure, Reason: c.Reason, DuplicateBy: c.DuplicateBy, Timing: timing(c.Time),
 			RooflineClass: c.RooflineClass, SOL: num(c.SOL), LLM: usage(c.LLM)}
 		if c.Correct() {
 			ms := c.Time.MedianMS

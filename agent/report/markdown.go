@@ -120,6 +120,9 @@ func writeFacts(b *bytes.Buffer, d Data) {
 		}
 	}
 	row("candidates", fmt.Sprintf("%d (%d correct, %d rejected or failed)", len(d.Candidates), correct, rejected))
+	if src, code := d.Duplicates(); src+code > 0 {
+		row("duplicates skipped", fmt.Sprintf("%d (by source %d / by compiled code %d)", src+code, src, code))
+	}
 	row("LLM", usageText(d.LLM))
 	if !d.StartedAt.IsZero() {
 		when := d.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")

@@ -307,6 +307,9 @@ func printResult(w io.Writer, res agent.Result) {
 	if res.Acceptance != nil {
 		fmt.Fprintln(w, "acceptance gate: passed (fresh process, new seeds)")
 	}
+	if d := res.Duplicates; d.BySource+d.ByCode > 0 {
+		fmt.Fprintf(w, "duplicates skipped: %d (by source %d / by compiled code %d)\n", d.BySource+d.ByCode, d.BySource, d.ByCode)
+	}
 	if res.Usage.Calls > 0 {
 		fmt.Fprintf(w, "llm: %d calls, %d tokens%s, $%.2f%s\n", res.Usage.Calls, res.Usage.PromptTokens+res.Usage.CompletionTokens,
 			runreport.EstimatedTag(res.Usage.EstimatedCalls, res.Usage.Calls), res.Usage.CostUSD, modelCosts(res.Usage))
@@ -562,6 +565,10 @@ func planSteps(cfg configs.Config) []string {
 	case configs.StrategyBeam:
 		sc := cfg.StrategyConfig
 		steps = append(steps, fmt.Sprintf("rounds 1..%d: keep the %d fastest distinct kernels; for each, %d different bottleneck directions: %d candidates a round, each verified (refine up to %d times), timed, profiled", cfg.MaxRounds, sc.NumTopKernels, sc.NumBottlenecks, sc.NumTopKernels*sc.NumBottlenecks, cfg.RefineAttempts),
+			fmt.Sprintf("stop after %d rounds without improvement", sc.MaxNoImprovement))
+	case configs.StrategyElites:
+		sc := cfg.StrategyConfig
+		steps = append(steps, fmt.Sprintf("rounds 1..%d: keep the fastest correct kernel of each behaviour cell (roofline class x block/warps regime); rewrite the elites of %d distinct cells along %d directions each, showing %d elites of other cells: %d candidates a round, each verified (refine up to %d times), timed, profiled", cfg.MaxRounds, sc.NumTopKernels, sc.NumBottlenecks, sc.NumInspirations, sc.NumTopKernels*sc.NumBottlenecks, cfg.RefineAttempts),
 			fmt.Sprintf("stop after %d rounds without improvement", sc.MaxNoImprovement))
 	case configs.StrategyTune:
 		steps = append(steps, fmt.Sprintf("rounds 1..%d: find the kernel's launch and constexpr knobs and search them (no LLM)", cfg.MaxRounds))

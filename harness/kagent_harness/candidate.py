@@ -70,6 +70,19 @@ class Candidate:
             self._callables[shape_set.label] = fn
         return fn
 
+    def fingerprint(self, shape_set: ShapeSet) -> Dict[str, Any]:
+        """The code fingerprint of one call on the shape set's first draw
+        (ttir.py); a runner's candidate (remote.py) computes it there."""
+        fn = self.callable_for(shape_set)
+        inputs = list(shape_set.draws[0].inputs) if shape_set.draws else []
+        remote = getattr(fn, "fingerprint", None)
+        if remote is not None:
+            return remote(inputs)
+        from .ttir import fingerprint_call
+
+        with torch.no_grad():
+            return fingerprint_call(self.module, self.source, lambda: fn(*inputs))
+
     def _build(self, shape_set: ShapeSet) -> Callable[..., Any]:
         base = os.path.basename(self.path)
         if self.entry == ENTRY_FUNCTION:

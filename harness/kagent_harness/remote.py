@@ -554,6 +554,11 @@ class RemoteCallable:
     def __call__(self, *inputs: Any) -> Any:
         return self.invoke(list(inputs), False, None, None, "the call")
 
+    def fingerprint(self, inputs: List[Any]) -> Dict[str, Any]:
+        """The runner's code fingerprint of one call on inputs (ttir.py)."""
+        args = self.rc.args(("t", self.label, 0), inputs)
+        return self.rc.request("fingerprint", {"label": self.label, "args": args}, what="the fingerprint call")
+
 
 class RemoteCandidate:
     """A candidate loaded in its own runner process (the judge's Candidate)."""
@@ -605,6 +610,11 @@ class RemoteCandidate:
                             self.problem.sets)
         self._callables[shape_set.label] = fn
         return fn
+
+    def fingerprint(self, shape_set: Any) -> Dict[str, Any]:
+        """See Candidate.fingerprint: computed in the runner."""
+        inputs = list(shape_set.draws[0].inputs) if shape_set.draws else []
+        return self.callable_for(shape_set).fingerprint(inputs)
 
     def slot_bytes(self) -> int:
         """Host memory of the buffers shared with this candidate's runner."""

@@ -379,6 +379,19 @@ class Runner:
                 self.kept.append(t)
         return {"out": meta, "launches": counter.count if counter is not None else None, "ptrs": ptrs}
 
+    def op_fingerprint(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        """The candidate's code fingerprint from one call whose Triton
+        launches are recorded, not run (ttir.py)."""
+        from .candidate import read_source
+        from .ttir import fingerprint_call
+
+        fn = self._fn(str(req["label"]))
+        args = self._args(req.get("args") or [])
+        with self.torch.no_grad():
+            out = fingerprint_call(self.module, read_source(self.path), lambda: fn(*args))
+        self._check_guard("the fingerprint call")
+        return out
+
     def op_release(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         self.kept.clear()
         return {}
@@ -543,6 +556,7 @@ class Runner:
             "burst": self.op_burst,
             "ping": self.op_ping,
             "release": self.op_release,
+            "fingerprint": self.op_fingerprint,
             "sync_back": self.op_sync_back,
             "usertest": self.op_usertest,
         }

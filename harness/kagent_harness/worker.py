@@ -241,6 +241,39 @@ class Worker:
         problem_path = str(req.get("problem_path") or "")
         return check_file(path, _require_triton(req), problem_path).as_dict()
 
+    def fingerprint(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        """The candidate's code fingerprint (fingerprint.py): with a loaded
+        problem and Triton, from the TTIR of one call's launches, computed in
+        the candidate's runner, else from its source. A candidate that fails
+        to load gets the source fingerprint; verification rejects it."""
+        from .candidate import read_source, source_hash
+        from .failures import CheckFailure, RequestError
+        from .fingerprint import fingerprint_file
+        from .launches import triton_module
+
+        path = str(req.get("candidate_path") or "")
+        if not os.path.isfile(path):
+            raise RequestError("bad_request", f"candidate_path {path!r} is not a file")
+        if not req.get("problem_id") or triton_module() is None:
+            return fingerprint_file(path)
+        problem = self._problem(req)
+        key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
+        # A fresh runner: one whose kernels ran in Triton's interpreter has
+        # triton.language patched, which the compiler cannot use.
+        self._drop(key)
+        try:
+            with self._active(key):
+                return self._candidate(problem, path, req).fingerprint(problem.main)
+        except CheckFailure as exc:
+            if exc.fatal:
+                raise
+            out = fingerprint_file(path)
+            out["reason"] = f"the candidate did not load ({exc.name}): {exc.reason}"[:500]
+            return out
+        finally:
+            # Verification loads the candidate afresh.
+            self._drop(key)
+
     def verify(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .candidate import read_source, source_hash
         from .failures import RequestError
@@ -399,6 +432,7 @@ class Worker:
             "load_problem": self.load_problem,
             "unload_problem": self.unload_problem,
             "static_check": self.static_check,
+            "fingerprint": self.fingerprint,
             "verify": self.verify,
             "bench": self.bench,
             "compare": self.compare,

@@ -160,6 +160,19 @@ class WorkerProtocolTest(unittest.TestCase):
         self.assertFalse(s["result"]["passed"])
         self.assertIn("torch.nn.functional.linear", s["result"]["reason"])
 
+    def test_fingerprint_op(self) -> None:
+        f = self.client.request("fingerprint", candidate_path=_cand("add_relu_ok"))
+        self.assertTrue(f["ok"], f)
+        self.assertEqual(f["result"]["method"], "ast")
+        self.assertEqual(len(f["result"]["hash"]), 64)
+        # With the problem, the candidate is called once in its runner; this
+        # one launches no Triton kernel (or Triton is missing): the source's.
+        p = self.client.request("fingerprint", problem_id=self.pid, candidate_path=_cand("add_relu_ok"), require_triton=False)
+        self.assertTrue(p["ok"], p)
+        self.assertEqual(p["result"]["hash"], f["result"]["hash"])
+        r = self.client.request("fingerprint", candidate_path="/no/such/kernel.py")
+        self.assertEqual(r["error"]["kind"], "bad_request")
+
     def test_errors(self) -> None:
         r = self.client.request("no_such_op")
         self.assertFalse(r["ok"])
