@@ -41,6 +41,19 @@ type pipeline struct {
 // (same normalised-source hash), or whose code fingerprint does
 // (codeDuplicate), is rejected as "duplicate" without running.
 func (p *pipeline) add(ctx context.Context, c store.Candidate, src string, xerr error) (store.Candidate, error) {
+	return p.addChecked(ctx, c, src, xerr, true)
+}
+
+// addVariant records a knob variant. Variants are compared by source only:
+// each sets the launch parameters or constexprs differently by
+// construction, so a code fingerprint (a runner start and a call per
+// variant) would seldom find a repeat and would add to every variant's
+// cost, which is what a tuner's search spends.
+func (p *pipeline) addVariant(ctx context.Context, c store.Candidate, src string) (store.Candidate, error) {
+	return p.addChecked(ctx, c, src, nil, false)
+}
+
+func (p *pipeline) addChecked(ctx context.Context, c store.Candidate, src string, xerr error, byCode bool) (store.Candidate, error) {
 	c.Source = src
 	c, err := p.st.AddCandidate(ctx, c)
 	if err != nil {
@@ -54,8 +67,10 @@ func (p *pipeline) add(ctx context.Context, c store.Candidate, src string, xerr 
 		v = ptr(rejection(failExtract, oneLine(xerr.Error())))
 	} else if first, err := p.st.CandidateByHash(ctx, p.runID, c.SourceHash); err == nil && first.ID != c.ID {
 		v = ptr(rejection(failDup, fmt.Sprintf("the kernel is the same as %s (after normalising whitespace and comments); propose a different change", first.ID)))
-	} else if v, err = p.codeDuplicate(ctx, c); err != nil {
-		return c, err
+	} else if byCode {
+		if v, err = p.codeDuplicate(ctx, c); err != nil {
+			return c, err
+		}
 	}
 	if v == nil {
 		return c, nil

@@ -68,7 +68,7 @@ func (pr *proposer) propose(ctx context.Context, v view, s search.Slot, diags ma
 	}
 	if s.Variant != nil {
 		c.Direction = "tune: " + s.Variant.Label
-		c, err := pr.add(ctx, c, s.Variant.Source, nil)
+		c, err := pr.addVariant(ctx, c, s.Variant.Source)
 		return c, err == nil, err
 	}
 	bs := diags[s.Parent()]

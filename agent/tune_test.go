@@ -69,6 +69,13 @@ func TestTuneWithoutLLM(t *testing.T) {
 	if res.Usage.Calls != 0 {
 		t.Errorf("tune made %d llm calls", res.Usage.Calls)
 	}
+	// Variants are compared by source only: none pays for a code fingerprint.
+	for id, c := range cs {
+		_, err := os.Stat(filepath.Join(res.RunDir, candidateFile(id, fingerprintFile)))
+		if c.Round > 0 && err == nil {
+			t.Errorf("variant %s (%s) was fingerprinted", id, c.Direction)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(e.dir, "optimized_kernel_tune.py")); err != nil {
 		t.Errorf("optimized_kernel_tune.py: %v", err)
 	}
