@@ -11,6 +11,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/internal/termtext"
 	"github.com/kagent-kernels/kagent/kerneldir"
 	"github.com/kagent-kernels/kagent/platform"
@@ -24,6 +25,7 @@ var templates = template.Must(template.New("export").Funcs(template.FuncMap{
 	"toml": pyString, // a JSON string is a TOML basic string
 	"md":   mdText,
 	"doc":  docText,
+	"x":    ratio.String,
 }).ParseFS(templateFS, "templates/*.tmpl", "templates/*/*.tmpl"))
 
 // data is what the templates see.
@@ -70,13 +72,13 @@ func newData(k *Kernel, version string, now time.Time) *data {
 	if r := k.Run; r != nil {
 		d.Representative = r.Best != nil && r.Best.Representative
 		if r.Best != nil && r.Best.MedianMS > 0 {
-			ratio := func(t *platform.Timing) float64 {
-				if t == nil || t.MedianMS <= 0 || t.Unavailable != "" {
+			over := func(t *platform.Timing) float64 {
+				if t == nil || t.Unavailable != "" {
 					return 0
 				}
-				return t.MedianMS / r.Best.MedianMS
+				return ratio.Of(t.MedianMS, r.Best.MedianMS)
 			}
-			d.Speedup = Speedups{VsInput: ratio(r.Input), VsEager: ratio(r.Eager), VsCompile: ratio(r.Compile)}
+			d.Speedup = Speedups{VsInput: over(r.Input), VsEager: over(r.Eager), VsCompile: over(r.Compile)}
 		}
 		for _, t := range []struct {
 			label string
