@@ -2,6 +2,9 @@
 
 usage: check_export.py OUT PKG match|fallback
 
+KAGENT_CHECK_DEVICE (default cpu) is the device the models and inputs are
+put on; on a GPU the problem's own size is used, on the CPU its "cpu" size.
+
 match: patch() replaces the problem's Model inside a small model and the
 patched model's output matches the unpatched one's (first call verified,
 later calls kernel only); unpatch() restores it; the KernelBench ModelNew
@@ -10,6 +13,7 @@ the original's output is used from then on.
 """
 
 import importlib.util
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -20,7 +24,8 @@ from torch import nn
 out, pkg, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 sys.path.insert(0, str(out / "patch"))
 kp = __import__(f"kagent_patch_{pkg}")
-size = (kp.KAGENT_CONFIG.get("sizes") or {}).get("cpu", {})
+device = os.environ.get("KAGENT_CHECK_DEVICE", "cpu")
+size = (kp.KAGENT_CONFIG.get("sizes") or {}).get("cpu", {}) if device == "cpu" else {}
 dtype = kp.kagent_dtype()
 
 
@@ -38,6 +43,7 @@ def draw(module, seed):
             setattr(module, k, v)
     if dtype is not None:
         inputs = [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
+    inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs]
     return init, inputs
 
 
@@ -64,7 +70,7 @@ class Outer(nn.Module):
         return self.block(*xs)
 
 
-model = Outer()
+model = Outer().to(device)
 if dtype is not None:
     model = model.to(dtype)
 keys = sorted(model.state_dict())
@@ -102,8 +108,8 @@ if mode == "match":
     spec.loader.exec_module(kb)
     kinit, kinputs = draw(kb, 2)
     torch.manual_seed(0)
-    m = kb.Model(*kinit)
-    mn = kb.ModelNew(*kinit)
+    m = kb.Model(*kinit).to(device)
+    mn = kb.ModelNew(*kinit).to(device)
     mn.load_state_dict(m.state_dict())
     if dtype is not None:
         m, mn = m.to(dtype), mn.to(dtype)
