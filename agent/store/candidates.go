@@ -89,8 +89,10 @@ var transitions = map[Status][]Status{
 	StatusVerified: {StatusTimed, StatusRejected, StatusFailed},
 	StatusTimed:    {StatusProfiled, StatusRejected, StatusFailed},
 	// Profiled to profiled replaces synthetic metrics with a profiler's,
-	// when a candidate left on the synthetic roofline becomes the best.
-	StatusProfiled: {StatusProfiled, StatusRejected},
+	// when a candidate left on the synthetic roofline becomes the best;
+	// profiled to timed records a new timing of a candidate (successive
+	// halving times its survivors again with a larger budget).
+	StatusProfiled: {StatusProfiled, StatusRejected, StatusTimed},
 }
 
 func allowed(from, to Status) bool {
