@@ -51,6 +51,7 @@ func SpaceValues(k Knob, reach int) []int {
 type point struct {
 	idx  []int
 	dist int
+	ups  int // knobs moved up (bigger tiles, more warps)
 }
 
 // Space lists the variants of the search space of source, at most max
@@ -58,7 +59,8 @@ type point struct {
 // list (the list rewritten to hold that entry alone, which pins it), then
 // the points of the knobs' cartesian product that meet the constraints,
 // nearest to the current values first (the sum of the knobs' steps), then
-// in knob order by value. triton.Config entries are pinned, never varied.
+// those moving more knobs up (bigger tiles, more warps), then in knob order
+// by value. triton.Config entries are pinned, never varied.
 // The order depends only on the source and its knobs, so a resumed run
 // enumerates the same space.
 func Space(source string, found Found, max int) ([]Variant, error) {
@@ -151,13 +153,16 @@ func enumerate(knobs []Knob, free []int, vals [][]int) []point {
 		values[i] = k.Value
 	}
 	for visited := 0; visited < MaxPoints; visited++ {
-		dist := 0
+		dist, ups := 0, 0
 		for j, ki := range free {
 			values[ki] = vals[j][idx[j]]
 			dist += distance(knobs[ki], values[ki])
+			if values[ki] > knobs[ki].Value {
+				ups++
+			}
 		}
 		if Feasible(knobs, values) {
-			out = append(out, point{idx: slices.Clone(idx), dist: dist})
+			out = append(out, point{idx: slices.Clone(idx), dist: dist, ups: ups})
 		}
 		j := len(idx) - 1
 		for ; j >= 0; j-- {
@@ -170,7 +175,7 @@ func enumerate(knobs []Knob, free []int, vals [][]int) []point {
 			break
 		}
 	}
-	slices.SortStableFunc(out, func(a, b point) int { return cmp.Compare(a.dist, b.dist) })
+	slices.SortStableFunc(out, func(a, b point) int { return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(b.ups, a.ups)) })
 	return out
 }
 
