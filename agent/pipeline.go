@@ -145,17 +145,25 @@ func timingFile(t platform.Timing) string {
 // retime times a measured candidate of an earlier round again with budget
 // b (successive halving's later rungs): the new timing replaces the stored
 // one and the candidate is placed on the roofline again. A candidate
-// already timed with that budget (a resumed round) is returned as it is.
+// already timed with that budget (a resumed round) is only placed, if it
+// was not yet; a rejected or failed one is returned as it is.
 func (p *pipeline) retime(ctx context.Context, c store.Candidate, b *platform.Budget) (store.Candidate, error) {
 	want := ""
 	if b != nil {
 		want = b.Name
 	}
-	if c.Timing != nil && c.Timing.Budget == want && c.Status == store.StatusProfiled {
+	if !c.Status.Measured() {
 		return c, nil
 	}
-	if c.Status != store.StatusProfiled && c.Status != store.StatusTimed {
-		return c, nil // rejected or failed since: nothing to time
+	if c.Status == store.StatusTimed {
+		// Interrupted between its timing and its placement.
+		var err error
+		if c, err = p.profileCandidate(ctx, c, p.skipProfile(c)); err != nil {
+			return c, err
+		}
+	}
+	if c.Timing != nil && c.Timing.Budget == want {
+		return c, nil
 	}
 	c, err := p.timeCandidate(ctx, c, b)
 	if err != nil || c.Status != store.StatusTimed {
