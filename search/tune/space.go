@@ -10,10 +10,11 @@ import (
 // not a triton.Config entry; the space is the cartesian product of the
 // knobs' SpaceValues, less the points that break a static constraint:
 //
-//   - the tile of a kernel (the product, over its distinct block
-//     parameters, of the largest value given to each) holds at most
-//     MaxTileElems elements: a 128x128x64 matmul tile, about what registers
-//     and shared memory hold;
+//   - the tile of a kernel (the product of its two largest block
+//     parameters, each at the largest value given to it: a matmul's
+//     BLOCK_M x BLOCK_N output tile, a 1-D kernel's BLOCK) holds at most
+//     MaxTileElems elements, a 256x256 accumulator, about what the
+//     registers of a thread block hold;
 //   - a kernel's threads (num_warps x 32) have at least one tile element
 //     each, and at most MaxElemsPerThread (more spills registers).
 //
@@ -24,7 +25,7 @@ const (
 	// units for num_stages.
 	SpaceReach = 2
 	// MaxTileElems bounds the elements of one kernel's tile.
-	MaxTileElems = 1 << 20
+	MaxTileElems = 1 << 16
 	// MaxElemsPerThread bounds the tile elements per thread.
 	MaxElemsPerThread = 1024
 	// MaxPoints bounds the points enumerated before constraints and the
@@ -210,9 +211,15 @@ func Feasible(knobs []Knob, values []int) bool {
 		if len(kr.blocks) == 0 {
 			continue
 		}
-		tile := 1.0
+		var bs []int
 		for _, b := range kr.blocks {
-			tile *= float64(b)
+			bs = append(bs, b)
+		}
+		slices.Sort(bs)
+		slices.Reverse(bs)
+		tile := float64(bs[0])
+		if len(bs) > 1 {
+			tile *= float64(bs[1])
 		}
 		threads := float64(cmp.Or(kr.warps, defaultWarps) * threadsPerWarp)
 		if tile > MaxTileElems || tile < threads || tile/threads > MaxElemsPerThread {
