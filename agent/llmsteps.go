@@ -30,7 +30,7 @@ func (pr *proposer) diagnoseAll(ctx context.Context, v view, slots []search.Slot
 	need := map[string]bool{}
 	var order []string
 	for _, s := range slots {
-		if s.Variant != nil {
+		if s.Variant != nil || s.Retime != "" {
 			continue
 		}
 		if _, seen := count[s.Parent()]; !seen {
@@ -245,7 +245,7 @@ func (pr *proposer) reflectAll(ctx context.Context, v view, slots []search.Slot,
 	var fatal error
 	for i, s := range slots {
 		c := finals[i]
-		if c == nil || s.Variant != nil || done[c.ID] {
+		if c == nil || s.Variant != nil || s.Retime != "" || done[c.ID] {
 			continue
 		}
 		wg.Add(1)

@@ -111,16 +111,17 @@ func (p *pipeline) verify(ctx context.Context, c store.Candidate) (store.Candida
 		event: verifiedEvent})
 }
 
-// timeCandidate times a verified candidate. A timing the candidate is to
+// timeCandidate times a verified candidate, with a screening budget when b
+// is not nil (the timing is labelled with it). A timing the candidate is to
 // blame for (faster than physically possible, outputs changed, a crash)
 // rejects it, keeping the timing when there is one.
-func (p *pipeline) timeCandidate(ctx context.Context, c store.Candidate) (store.Candidate, error) {
+func (p *pipeline) timeCandidate(ctx context.Context, c store.Candidate, b *platform.Budget) (store.Candidate, error) {
 	if _, err := p.materialize(c); err != nil {
 		return c, err
 	}
-	t, err := p.in.Session.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: p.platformCandidate(c)})
+	t, err := p.in.Session.Time(ctx, platform.Target{Kind: platform.TargetKernel, Candidate: p.platformCandidate(c), Budget: b})
 	if err == nil {
-		return p.record(ctx, c, step{update: store.Update{Status: store.StatusTimed, Timing: &t}, file: "timing.json",
+		return p.record(ctx, c, step{update: store.Update{Status: store.StatusTimed, Timing: &t}, file: timingFile(t),
 			body: t, event: timedEvent})
 	}
 	v, ok := timingFault(err)
@@ -130,12 +131,65 @@ func (p *pipeline) timeCandidate(ctx context.Context, c store.Candidate) (store.
 	if t.MedianMS > 0 && t.N > 0 {
 		// The timing the rejection is about is kept (the report shows it).
 		if c, err = p.record(ctx, c, step{update: store.Update{Status: store.StatusTimed, Timing: &t},
-			file: "timing.json", body: t}); err != nil {
+			file: timingFile(t), body: t}); err != nil {
 			return c, err
 		}
 	}
 	return p.record(ctx, c, step{update: store.Update{Status: store.StatusRejected, Verdict: &v}, file: "verdict.json",
 		body: v, event: timedEvent})
+}
+
+// budget is the screening budget for a share of the configured timing (nil
+// for the full timing: a share of 0 or 1 and up).
+func (p *pipeline) budget(share float64) *platform.Budget {
+	if share <= 0 || share >= 1 {
+		return nil
+	}
+	return &platform.Budget{Name: fmt.Sprintf("screen %.3g%%", share*100), WarmupMS: p.cfg.BenchmarkWarmup * share,
+		RepMS: p.cfg.BenchmarkRepeat * share, MinReps: screenMinReps}
+}
+
+// screenMinReps is the least number of timed calls of a screening timing.
+const screenMinReps = 3
+
+// timingFile is the artifact a timing is written to: timing.json for the
+// full timing, timing-screen-<percent>.json for a screening one, so the
+// rungs of successive halving each leave their own.
+func timingFile(t platform.Timing) string {
+	if !t.Screening() {
+		return "timing.json"
+	}
+	return "timing-" + strings.NewReplacer(" ", "-", "%", "pct").Replace(t.Budget) + ".json"
+}
+
+// retime times a measured candidate of an earlier round again with budget
+// b (successive halving's later rungs): the new timing replaces the stored
+// one and the candidate is placed on the roofline again. A candidate
+// already timed with that budget (a resumed round) is only placed, if it
+// was not yet; a rejected or failed one is returned as it is.
+func (p *pipeline) retime(ctx context.Context, c store.Candidate, b *platform.Budget) (store.Candidate, error) {
+	want := ""
+	if b != nil {
+		want = b.Name
+	}
+	if !c.Status.Measured() {
+		return c, nil
+	}
+	if c.Status == store.StatusTimed {
+		// Interrupted between its timing and its placement.
+		var err error
+		if c, err = p.profileCandidate(ctx, c, p.skipProfile(c)); err != nil {
+			return c, err
+		}
+	}
+	if c.Timing != nil && c.Timing.Budget == want {
+		return c, nil
+	}
+	c, err := p.timeCandidate(ctx, c, b)
+	if err != nil || c.Status != store.StatusTimed {
+		return c, err
+	}
+	return p.profileCandidate(ctx, c, p.skipProfile(c))
 }
 
 // skipProfile says why the profiling policy leaves a timed candidate on the

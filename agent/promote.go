@@ -168,15 +168,20 @@ func (r promotionRule) decide(best, cand platform.Timing) Decision {
 }
 
 // promote decides, one at a time and fastest first, whether the round's
-// measured candidates replace the best: each one faster than the current
-// best by its own timing is timed against it interleaved and promoted by
-// the rule. Decisions are recorded, so a resumed round does not take them
-// again. It returns the number of promotions.
-func (l *loop) promote(ctx context.Context, r int) (int, error) {
-	cands, err := l.st.Candidates(ctx, l.runID, store.CandidateFilter{Rounds: []int{r}, Statuses: []store.Status{store.StatusTimed, store.StatusProfiled}})
+// measured candidates (and the earlier ones it timed again, retimed)
+// replace the best: each one faster than the current best by its own
+// timing is timed against it interleaved and promoted by the rule. A
+// candidate with a screening timing is never considered: its time is not
+// one a promotion may rest on. Decisions are recorded, so a resumed round
+// does not take them again. It returns the number of promotions.
+func (l *loop) promote(ctx context.Context, r int, retimed []string) (int, error) {
+	cands, err := l.st.Candidates(ctx, l.runID, store.CandidateFilter{Statuses: []store.Status{store.StatusTimed, store.StatusProfiled}})
 	if err != nil {
 		return 0, err
 	}
+	cands = slices.DeleteFunc(cands, func(c store.Candidate) bool {
+		return (c.Round != r && !slices.Contains(retimed, c.ID)) || (c.Timing != nil && c.Timing.Screening())
+	})
 	slices.SortFunc(cands, func(a, b store.Candidate) int {
 		if c := cmp.Compare(a.MedianMS(), b.MedianMS()); c != 0 {
 			return c

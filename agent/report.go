@@ -131,5 +131,5 @@ func stats(t *platform.Timing) report.Stats {
 		return report.Stats{}
 	}
 	return report.Stats{MedianMS: t.MedianMS, P20MS: t.P20MS, P80MS: t.P80MS, CV: t.CV, N: t.N, Unavailable: t.Unavailable,
-		HostMS: t.HostMS, HostBound: t.HostBound(), Clock: t.Clock, Late: t.LateCalls}
+		HostMS: t.HostMS, HostBound: t.HostBound(), Clock: t.Clock, Late: t.LateCalls, Budget: t.Budget}
 }

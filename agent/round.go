@@ -75,7 +75,13 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 	if err != nil {
 		return err
 	}
-	promotions, err := l.promote(ctx, r)
+	var retimed []string
+	for _, s := range slots {
+		if s.Retime != "" {
+			retimed = append(retimed, s.Retime)
+		}
+	}
+	promotions, err := l.promote(ctx, r, retimed)
 	if err != nil {
 		return err
 	}
@@ -152,6 +158,17 @@ func (l *loop) runSlots(ctx context.Context, v view, slots []search.Slot, chains
 // candidate (nil: none was proposed) or a fatal error.
 func (l *loop) runSlot(ctx context.Context, v view, s search.Slot, chain []store.Candidate,
 	diags map[string][]prompts.Bottleneck) (*store.Candidate, error) {
+	if s.Retime != "" {
+		c, ok := v.h.ByID[s.Retime]
+		if !ok {
+			return nil, &fatalError{fmt.Errorf("retime %s: not a candidate of an earlier round", s.Retime)}
+		}
+		c, err := l.retime(ctx, c, l.budget(s.Budget))
+		if err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
 	var cur store.Candidate
 	if len(chain) == 0 {
 		c, ok, err := l.prop.propose(ctx, v, s, diags)
@@ -174,7 +191,7 @@ func (l *loop) runSlot(ctx context.Context, v view, s search.Slot, chain []store
 		case store.StatusProposed:
 			cur, err = l.verify(ctx, cur)
 		case store.StatusVerified:
-			cur, err = l.timeCandidate(ctx, cur)
+			cur, err = l.timeCandidate(ctx, cur, l.budget(s.Budget))
 		case store.StatusTimed:
 			cur, err = l.profileCandidate(ctx, cur, l.skipProfile(cur))
 		case store.StatusRejected:

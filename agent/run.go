@@ -372,7 +372,7 @@ func (l *loop) round0(ctx context.Context) error {
 		case store.StatusProposed:
 			c, err = l.verify(ctx, c)
 		case store.StatusVerified:
-			c, err = l.timeCandidate(ctx, c)
+			c, err = l.timeCandidate(ctx, c, nil)
 		case store.StatusTimed:
 			c, err = l.profileCandidate(ctx, c, l.skipProfile(c))
 		default:

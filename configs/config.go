@@ -103,6 +103,9 @@ type StrategyConfig struct {
 	// PolishRounds adds up to this many tune rounds on the best kernel after
 	// an LLM search (0 = none).
 	PolishRounds int `yaml:"polish_rounds"`
+	// Eta is the halving strategy's reduction factor: each rung keeps the
+	// fastest 1/eta of what it timed (0 = 3).
+	Eta int `yaml:"eta"`
 }
 
 // SearchSettings are the strategy's settings (strategy_config and
@@ -110,7 +113,7 @@ type StrategyConfig struct {
 func (c Config) SearchSettings() search.Settings {
 	sc := c.StrategyConfig
 	return search.Settings{NumTopKernels: sc.NumTopKernels, NumBottlenecks: sc.NumBottlenecks,
-		MaxVariants: sc.MaxVariants, NumInspirations: sc.NumInspirations, DivergencePct: c.DivergenceThreshold}
+		MaxVariants: sc.MaxVariants, NumInspirations: sc.NumInspirations, DivergencePct: c.DivergenceThreshold, Eta: sc.Eta}
 }
 
 // RooflineConfig tunes the roofline analysis and the roofline stop rule.

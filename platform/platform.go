@@ -99,7 +99,26 @@ const (
 type Target struct {
 	Kind      TargetKind
 	Candidate Candidate // only for TargetKernel
+	// Budget shortens the timing (nil: the session's full timing). A
+	// session that honours it labels the Timing with Budget.Name; one that
+	// ignores it times in full and leaves the label empty.
+	Budget *Budget
 }
+
+// Budget is a screening timing budget: successive halving times many
+// candidates briefly and only the survivors in full.
+type Budget struct {
+	// Name labels the timings taken with it ("screen 11%"); never empty.
+	Name string
+	// WarmupMS and RepMS replace the session's warm-up and measurement
+	// budgets; MinReps its least number of timed calls (0: the session's).
+	WarmupMS float64
+	RepMS    float64
+	MinReps  int
+}
+
+// Screening reports whether the time was taken with a screening budget.
+func (t Timing) Screening() bool { return t.Budget != "" }
 
 // Label names the target in tables.
 func (t Target) Label() string {
@@ -124,6 +143,9 @@ type Timing struct {
 	Representative bool `json:"representative"`
 	// Method describes how the time was taken (e.g. "cuda events, L2 flush 120 MiB, 3 input sets").
 	Method string `json:"method,omitempty"`
+	// Budget names the screening budget the time was taken with (Budget.Name);
+	// empty for the full timing, the only one a candidate is promoted on.
+	Budget string `json:"budget,omitempty"`
 	// Unavailable is set when the target cannot be timed here (torch.compile missing).
 	Unavailable string `json:"unavailable,omitempty"`
 	// HostMS is the median host time to enqueue one timed call (from its

@@ -1,5 +1,5 @@
 // Package search decides what each round of an optimization run evaluates:
-// the strategies (greedy, beam search, elites, tune), the registry that names them
+// the strategies (greedy, beam search, elites, tune, halving), the registry that names them
 // and says which need a language model, and the state a run carries from
 // round to round.
 //
@@ -12,8 +12,10 @@
 // The loop (package agent) drives the strategy through the Strategy
 // interface only: each round it asks Slots, makes a candidate of each slot
 // and refines it, decides promotions, then calls Update. A slot with a
-// Variant is evaluated as it is (no LLM); any other slot is an LLM rewrite
-// of its first parent along the Rank-th of the bottlenecks diagnosed for
+// Variant is evaluated as it is (no LLM); a slot with Retime times an
+// earlier candidate again with the slot's Budget (halving's later rungs; a
+// Budget below 1 is a screening timing, never promoted on); any other slot
+// is an LLM rewrite of its first parent along the Rank-th of the bottlenecks diagnosed for
 // that parent (one diagnosis per parent and round, asking for as many
 // directions as the parent has slots), with the other parents shown in the
 // prompt. Rank runs from 1; Index numbers the round's slots from 1 and

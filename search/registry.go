@@ -21,6 +21,8 @@ type Settings struct {
 	MaxVariants int
 	// DivergencePct drops beam members slower than the best by more than this.
 	DivergencePct float64
+	// Eta is halving's reduction factor: each rung keeps the fastest 1/Eta.
+	Eta int
 }
 
 // Spec describes a registered strategy.

@@ -32,6 +32,8 @@ type State struct {
 	Rounds int `json:"rounds"`
 	// SearchStop is why the search phase ended, once a polish follows it.
 	SearchStop string `json:"search_stop,omitempty"`
+	// Halving is the halving strategy's bracket.
+	Halving *Bracket `json:"halving,omitempty"`
 }
 
 // Slot is one unit of a round: it becomes a candidate and its refinements.
@@ -47,7 +49,20 @@ type Slot struct {
 	Rank int
 	// Variant is the knob variant to evaluate (tune), nil for LLM slots.
 	Variant *Variant
+	// Retime names a candidate of an earlier round that the slot times
+	// again (a later rung of halving): no new candidate is made, the new
+	// timing replaces the stored one and the candidate may be promoted in
+	// this round.
+	Retime string
+	// Budget is the share of the configured timing (benchmark_warmup and
+	// benchmark_repeat) the slot's candidate is timed with: 0 or 1 is the
+	// full timing, the only one a candidate can be promoted on; below 1 a
+	// screening timing, labelled as such in the store.
+	Budget float64
 }
+
+// Screening reports whether the slot times with less than the full budget.
+func (s Slot) Screening() bool { return s.Budget > 0 && s.Budget < 1 }
 
 // Parent is the kernel the slot rewrites or tunes ("" for none).
 func (s Slot) Parent() string {

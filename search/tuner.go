@@ -59,8 +59,34 @@ func (t KnobTuner) Variants(ctx context.Context, source string, max int) ([]Vari
 	return out, nil
 }
 
+// Spacer is a Tuner that also enumerates a kernel's whole search space
+// (the halving strategy): every variant of the space, deterministic for a
+// given source and max.
+type Spacer interface {
+	Tuner
+	Space(ctx context.Context, source string, max int) ([]Variant, error)
+}
+
+// Space finds the knobs and autotune configs of source and lists up to max
+// variants of its space (tune.Space).
+func (t KnobTuner) Space(ctx context.Context, source string, max int) ([]Variant, error) {
+	found, err := t.Finder.Find(ctx, source)
+	if err != nil {
+		return nil, fmt.Errorf("find knobs: %w", err)
+	}
+	vs, err := tune.Space(source, found, max)
+	if err != nil {
+		return nil, fmt.Errorf("knob space: %w", err)
+	}
+	out := make([]Variant, len(vs))
+	for i, v := range vs {
+		out[i] = Variant{Label: v.Label, Source: v.Source}
+	}
+	return out, nil
+}
+
 // Interface guards
 var (
-	_ Tuner = TunerFunc(nil)
-	_ Tuner = KnobTuner{}
+	_ Tuner  = TunerFunc(nil)
+	_ Spacer = KnobTuner{}
 )

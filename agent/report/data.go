@@ -101,6 +101,9 @@ type Stats struct {
 	// cpu; "" unknown) and Late the calls enqueued after their spin ended.
 	Clock string
 	Late  int
+	// Budget names the screening budget of a screening timing (successive
+	// halving's early rungs; platform.Timing.Budget), "" for the full one.
+	Budget string
 }
 
 // Baselines are the reference times of the run.

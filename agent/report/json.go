@@ -74,6 +74,8 @@ type jsonTiming struct {
 	HostBound   bool   `json:"host_bound"`
 	Clock       string `json:"clock"`
 	LateCalls   int    `json:"late_calls"`
+	// Budget names a screening timing's budget; absent for the full timing.
+	Budget string `json:"budget,omitempty"`
 }
 
 type jsonBaselines struct {
@@ -178,7 +180,7 @@ func (a amount) MarshalJSON() ([]byte, error) {
 
 func timing(s Stats) jsonTiming {
 	return jsonTiming{MedianMS: num(s.MedianMS), P20MS: num(s.P20MS), P80MS: num(s.P80MS),
-		CV: num(s.CV), N: s.N, Unavailable: s.Unavailable, HostMS: num(s.HostMS), HostBound: s.HostBound,
+		CV: num(s.CV), N: s.N, Unavailable: s.Unavailable, HostMS: num(s.HostMS), HostBound: s.HostBound, Budget: s.Budget,
 		Clock: s.Clock, LateCalls: s.Late}
 }
 
@@ -214,7 +216,9 @@ func timestamp(t time.Time) *string {
 //	  timing                   {median_ms, p20_ms, p80_ms, cv, n, unavailable,
 //	                           host_ms, host_bound}: host_ms is the host time to
 //	                           enqueue one call (null: unknown); host_bound marks
-//	                           a GPU time it came near (the time includes host overhead)
+//	                           a GPU time it came near (the time includes host overhead);
+//	                           budget (absent for a full timing) names the screening
+//	                           budget of a time taken with less (halving's early rungs)
 //	best                       null, or {id, median_ms, speedup_vs_eager,
 //	                           speedup_vs_compile, speedup_vs_input, floor_fraction}
 //	stop_reason

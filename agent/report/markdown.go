@@ -222,6 +222,11 @@ func writeCandidates(b *bytes.Buffer, d Data, der derived) {
 			t := c.Time.MedianMS
 			se, sc, si := d.speedups(t)
 			ms, e, cm, in, fl = fmtMS(t), fmtX(se), fmtX(sc), fmtX(si), fmtPct(100*d.floorFraction(t))
+			if c.Time.Budget != "" {
+				// A screening time (halving's early rungs): labelled, and
+				// no speedups are drawn from it.
+				ms, e, cm, in, fl = fmtMS(t)+" ("+cell(c.Time.Budget)+")", "", "", "", ""
+			}
 		}
 		roof := ""
 		switch c.RooflineClass {

@@ -90,7 +90,16 @@ var transitions = map[Status][]Status{
 	StatusTimed:    {StatusProfiled, StatusRejected, StatusFailed},
 	// Profiled to profiled replaces synthetic metrics with a profiler's,
 	// when a candidate left on the synthetic roofline becomes the best.
+	// Beyond these, profiled to timed replaces a screening timing with one
+	// of another budget (successive halving times its survivors again,
+	// longer; upgrades), never a full timing.
 	StatusProfiled: {StatusProfiled, StatusRejected},
+}
+
+// upgrades reports whether timing next may replace cur: cur is a screening
+// timing and next was taken with another budget.
+func upgrades(cur, next *platform.Timing) bool {
+	return cur != nil && next != nil && cur.Screening() && next.Budget != cur.Budget
 }
 
 func allowed(from, to Status) bool {
@@ -172,6 +181,9 @@ func (s *Store) UpdateCandidate(ctx context.Context, runID, id string, u Update)
 		set = append(set, "timing = ?", "median_ms = ?")
 		args = append(args, js, t.MedianMS)
 		msg += fmt.Sprintf(": %.4g ms (cv %.3g, n %d)", t.MedianMS, t.CV, t.N)
+		if t.Screening() {
+			msg += ", " + t.Budget + " (a screening timing)"
+		}
 	case u.Metrics != nil:
 		js, err := encodeJSON(u.Metrics)
 		if err != nil {
@@ -204,7 +216,8 @@ func (s *Store) UpdateCandidate(ctx context.Context, runID, id string, u Update)
 		if err != nil {
 			return err
 		}
-		if !allowed(cur.Status, u.Status) {
+		retime := cur.Status == StatusProfiled && u.Status == StatusTimed && upgrades(cur.Timing, u.Timing)
+		if !allowed(cur.Status, u.Status) && !retime {
 			return fmt.Errorf("%s → %s: %w", cur.Status, u.Status, ErrTransition)
 		}
 		q := `UPDATE candidates SET ` + strings.Join(set, ", ") + ` WHERE run_id = ? AND id = ? AND status = ?`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -508,5 +509,48 @@ func TestCandidatesFilterBestAndTwins(t *testing.T) {
 	}
 	if _, err := s.Candidates(ctx, "ghost", CandidateFilter{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown run: %v", err)
+	}
+}
+
+// TestRetime: a screening timing is replaced by one of another budget; a
+// full timing, or one of the same budget, never is.
+func TestRetime(t *testing.T) {
+	ctx := context.Background()
+	screen := func(budget string) *platform.Timing {
+		tm := timingOf("x", 1)
+		tm.Budget = budget
+		return tm
+	}
+	tests := []struct {
+		name      string
+		from, to  *platform.Timing
+		wantError bool
+	}{
+		{name: "screen to full", from: screen("screen 11.1%"), to: screen("")},
+		{name: "screen to longer screen", from: screen("screen 11.1%"), to: screen("screen 33.3%")},
+		{name: "same budget", from: screen("screen 11.1%"), to: screen("screen 11.1%"), wantError: true},
+		{name: "full to screen", from: screen(""), to: screen("screen 11.1%"), wantError: true},
+		{name: "full to full", from: screen(""), to: screen(""), wantError: true},
+	}
+	s := openTest(t)
+	newRun(t, s, "r")
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := fmt.Sprintf("c%d", i)
+			must[Candidate](t)(s.AddCandidate(ctx, Candidate{RunID: "r", ID: id, Source: id}))
+			must[Candidate](t)(s.UpdateCandidate(ctx, "r", id, Update{Status: StatusVerified, Verdict: passVerdict()}))
+			must[Candidate](t)(s.UpdateCandidate(ctx, "r", id, Update{Status: StatusTimed, Timing: tt.from}))
+			must[Candidate](t)(s.UpdateCandidate(ctx, "r", id, Update{Status: StatusProfiled, Metrics: metricsOf(1), Roofline: rooflineOf()}))
+			got, err := s.UpdateCandidate(ctx, "r", id, Update{Status: StatusTimed, Timing: tt.to})
+			if tt.wantError {
+				if !errors.Is(err, ErrTransition) {
+					t.Fatalf("err = %v, want ErrTransition", err)
+				}
+				return
+			}
+			if err != nil || got.Status != StatusTimed || got.Timing.Budget != tt.to.Budget {
+				t.Fatalf("retime: %v, %s, timing %+v", err, got.Status, got.Timing)
+			}
+		})
 	}
 }

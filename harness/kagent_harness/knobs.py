@@ -2,7 +2,10 @@
 
 Usage: python3 knobs.py FILE   (FILE "-" reads the source from stdin)
 
-Prints one JSON object: {"error": str|null, "line": int|null, "knobs": [...]}.
+Prints one JSON object: {"error": str|null, "line": int|null, "knobs": [...],
+"autotune": [...]}; each autotune entry is a literal ``configs=[...]`` list of
+an ``@triton.autotune`` kernel with two or more ``triton.Config`` entries: the
+kernel's name, the list's span and each entry's span.
 Only the standard library is used and nothing is imported or run, so this
 works where torch and triton are not installed.
 
@@ -48,12 +51,14 @@ WARPS = "warps"
 STAGES = "stages"
 BLOCK = "block"
 GROUP = "group"
+SPLIT = "split"
 
 DEFAULT_WARPS = 4
 DEFAULT_STAGES = 3
 
 _BLOCK_RE = re.compile(r"^[A-Z0-9_]*(BLOCK|TILE)[A-Z0-9_]*$")
 _GROUP_RE = re.compile(r"^GROUP(_SIZE)?(_[A-Z])?$")
+_SPLIT_RE = re.compile(r"^SPLIT(_[A-Z])?$")
 _REDUCTIONS = frozenset({"sum", "max", "min", "reduce", "argmax", "argmin",
                          "xor_sum", "cumsum", "cumprod", "associative_scan"})
 
@@ -66,6 +71,8 @@ def kind_of(name: str) -> Optional[str]:
         return STAGES
     if _GROUP_RE.match(name):
         return GROUP
+    if _SPLIT_RE.match(name):
+        return SPLIT
     if _BLOCK_RE.match(name):
         return BLOCK
     return None
@@ -404,6 +411,31 @@ class Finder:
             exprs = [v for v, _, _ in scope.resolve(grid.id)]
         return [n for e in exprs if e is not None for n in _walk(e) if _int_literal(n) == value]
 
+    def autotune_lists(self) -> List[Dict[str, Any]]:
+        """The literal configs lists of @triton.autotune: each list's span
+        and the spans of its triton.Config entries, so that a variant can
+        pin one config (the list rewritten to hold it alone)."""
+        out: List[Dict[str, Any]] = []
+        for k in sorted(self.kernels.values(), key=lambda k: k.name):
+            if not isinstance(k.autotune, ast.Call):
+                continue
+            exprs = [kw.value for kw in k.autotune.keywords if kw.arg == "configs"]
+            exprs += k.autotune.args[:1]
+            for e in exprs:
+                lists: List[Optional[ast.AST]] = [e]
+                if isinstance(e, ast.Name):
+                    lists = [v for v, _, _ in self.module.resolve(e.id)]
+                for lst in lists:
+                    if not isinstance(lst, ast.List):
+                        continue
+                    entries = [n for n in lst.elts if isinstance(n, ast.Call)
+                               and _dotted(n.func).split(".")[-1] == "Config"]
+                    if len(entries) != len(lst.elts) or len(entries) < 2:
+                        continue
+                    out.append({"kernel": k.name, "list": _span(self.lines, lst),
+                                "configs": [_span(self.lines, n) for n in entries]})
+        return out
+
     def _configs(self) -> None:
         """triton.Config entries, tied to the autotuned kernel when found."""
         owner: Dict[int, str] = {}
@@ -454,7 +486,8 @@ def find(source: bytes, filename: str = "<source>") -> Dict[str, Any]:
         return {"error": "syntax error: %s" % e.msg, "line": e.lineno, "knobs": []}
     except ValueError as e:
         return {"error": "cannot parse: %s" % e, "line": None, "knobs": []}
-    return {"error": None, "line": None, "knobs": Finder(source, tree).run()}
+    f = Finder(source, tree)
+    return {"error": None, "line": None, "knobs": f.run(), "autotune": f.autotune_lists()}
 
 
 def main(argv: List[str]) -> int:

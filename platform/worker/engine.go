@@ -483,12 +483,19 @@ func (s benchStats) failure() error {
 }
 
 func (e *Engine) benchRequest(pid string, t platform.Target) benchRequest {
-	return benchRequest{
+	r := benchRequest{
 		ProblemID: pid, Target: string(t.Kind), CandidatePath: t.Candidate.Path,
 		WarmupMS: e.opts.WarmupMS, RepMS: e.opts.RepMS, MinReps: 10, MaxReps: 10000,
 		FlushBytes: e.opts.FlushBytes, Rotate: true, Recheck: t.Kind == platform.TargetKernel,
 		RequireTriton: e.opts.RequireTriton,
 	}
+	if b := t.Budget; b != nil {
+		r.WarmupMS, r.RepMS = b.WarmupMS, b.RepMS
+		if b.MinReps > 0 {
+			r.MinReps = b.MinReps
+		}
+	}
+	return r
 }
 
 // Time times a candidate or a baseline. A candidate whose timed outputs fail
@@ -513,6 +520,9 @@ func (e *Engine) Time(ctx context.Context, t platform.Target) (platform.Timing, 
 			e.noteBench(time.Since(began))
 		}
 		out = s.timing(t.Label(), e.opts.Representative)
+		if t.Budget != nil {
+			out.Budget = t.Budget.Name
+		}
 		return s.failure()
 	})
 	return out, err

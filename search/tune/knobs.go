@@ -34,6 +34,7 @@ const (
 	KindWarps  Kind = "warps"  // num_warps: 1, 2, 4, 8, 16
 	KindStages Kind = "stages" // num_stages: 1 to 5
 	KindGroup  Kind = "group"  // GROUP_SIZE_M and the like: 1 to 32, powers of two
+	KindSplit  Kind = "split"  // SPLIT_K and the like: 1 to 16, powers of two
 )
 
 // Site is where a knob's literal is written.
@@ -105,9 +106,24 @@ func Knobs(ctx context.Context, python, source string) ([]Knob, error) {
 
 // report is knobs.py's output.
 type report struct {
-	Error *string   `json:"error"`
-	Line  *int      `json:"line"`
-	Knobs []rawKnob `json:"knobs"`
+	Error    *string    `json:"error"`
+	Line     *int       `json:"line"`
+	Knobs    []rawKnob  `json:"knobs"`
+	Autotune []Autotune `json:"autotune"`
+}
+
+// Autotune is a literal configs list of an @triton.autotune kernel with two
+// or more triton.Config entries.
+type Autotune struct {
+	Kernel  string `json:"kernel"`
+	List    Span   `json:"list"`
+	Configs []Span `json:"configs"`
+}
+
+// Found is what Find reports of a kernel source.
+type Found struct {
+	Knobs    []Knob
+	Autotune []Autotune
 }
 
 type rawKnob struct {
@@ -126,17 +142,24 @@ type rawKnob struct {
 
 // Knobs finds the knobs of a kernel source, in source order.
 func (f Finder) Knobs(ctx context.Context, source string) ([]Knob, error) {
+	found, err := f.Find(ctx, source)
+	return found.Knobs, err
+}
+
+// Find finds the knobs of a kernel source, in source order, and its
+// autotune configs lists.
+func (f Finder) Find(ctx context.Context, source string) (Found, error) {
 	var rep report
 	sc := harness.Script{Name: "knobs.py", Python: f.Python, Isolated: true, Args: []string{"-"},
 		Stdin: strings.NewReader(source), Timeout: f.Timeout, CacheDir: f.CacheDir}
 	if err := sc.JSON(ctx, &rep); err != nil {
-		return nil, fmt.Errorf("find knobs: %w", err)
+		return Found{}, fmt.Errorf("find knobs: %w", err)
 	}
 	if rep.Error != nil {
 		if rep.Line != nil {
-			return nil, fmt.Errorf("find knobs: %w: line %d: %s", ErrSyntax, *rep.Line, *rep.Error)
+			return Found{}, fmt.Errorf("find knobs: %w: line %d: %s", ErrSyntax, *rep.Line, *rep.Error)
 		}
-		return nil, fmt.Errorf("find knobs: %w: %s", ErrSyntax, *rep.Error)
+		return Found{}, fmt.Errorf("find knobs: %w: %s", ErrSyntax, *rep.Error)
 	}
 	knobs := make([]Knob, 0, len(rep.Knobs))
 	for _, r := range rep.Knobs {
@@ -147,9 +170,16 @@ func (f Finder) Knobs(ctx context.Context, source string) ([]Knob, error) {
 	}
 	assignIDs(knobs)
 	if err := check(source, knobs); err != nil {
-		return nil, fmt.Errorf("find knobs: %w", err)
+		return Found{}, fmt.Errorf("find knobs: %w", err)
 	}
-	return knobs, nil
+	for _, a := range rep.Autotune {
+		for _, s := range append([]Span{a.List}, a.Configs...) {
+			if s.Offset < 0 || s.End < s.Offset || s.End > len(source) {
+				return Found{}, fmt.Errorf("find knobs: %w: autotune list of %s outside the source", ErrSpan, a.Kernel)
+			}
+		}
+	}
+	return Found{Knobs: knobs, Autotune: rep.Autotune}, nil
 }
 
 // assignIDs sets each knob's ID to its name, qualified by line (then column)

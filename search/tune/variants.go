@@ -18,6 +18,7 @@ var (
 	warpValues  = []int{1, 2, 4, 8, 16}
 	stageValues = []int{1, 2, 3, 4, 5}
 	groupValues = []int{1, 2, 4, 8, 16, 32}
+	splitValues = []int{1, 2, 4, 8, 16}
 )
 
 // Change sets one knob to a new value.
@@ -51,6 +52,8 @@ func Values(k Knob) []int {
 		vals = stageValues
 	case KindGroup:
 		vals = groupValues
+	case KindSplit:
+		vals = splitValues
 	}
 	out := make([]int, 0, len(vals))
 	for _, v := range vals {

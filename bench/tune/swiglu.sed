@@ -1,0 +1,1 @@
+s/^BLOCK = 512/BLOCK = 64/
