@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,9 +20,36 @@ func tritonKernelDir(t *testing.T, example string) string {
 	t.Helper()
 	pythontest.Triton(t)
 	t.Setenv("KAGENT_PLATFORM_KWARGS", "triton=require")
+	return exampleCopy(t, example)
+}
+
+// exampleCopy copies examples/NAME into a temporary dir, without what a run
+// in the checkout itself left there (.kagent, optimized_kernel_*.py), so
+// tests start from the example as shipped.
+func exampleCopy(t *testing.T, example string) string {
+	t.Helper()
 	src := filepath.Join(repoRoot(t), "examples", example)
 	dir := filepath.Join(t.TempDir(), example)
-	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+	err := filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		switch {
+		case e.IsDir() && (e.Name() == ".kagent" || e.Name() == "__pycache__"):
+			return filepath.SkipDir
+		case e.IsDir():
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		case strings.HasPrefix(e.Name(), "optimized_kernel_") || !e.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -157,8 +157,13 @@ func TestOptimizeAMDWithoutROCm(t *testing.T) {
 	if _, err := exec.LookPath("rocminfo"); err == nil {
 		t.Skip("this machine has rocminfo")
 	}
-	r := run(t, repoRoot(t), "optimize", "--kernel-dir", "examples/rmsnorm", "--strategy", "amd")
+	dir := exampleCopy(t, "rmsnorm")
+	r := run(t, dir, "optimize", "--kernel-dir", ".", "--strategy", "amd")
 	oneLineError(t, r, ExitUnavailable, "rocm", "ROCm not found", "/dev/kfd")
+	// A run the machine cannot make leaves nothing in the kernel dir.
+	if _, err := os.Stat(filepath.Join(dir, ".kagent")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the failed run left %s/.kagent (%v)", dir, err)
+	}
 }
 
 func TestBadInput(t *testing.T) {

@@ -196,6 +196,14 @@ func runOptimize(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The machine first: a run this machine cannot make (no GPU stack, no
+	// torch) leaves nothing in the kernel dir, not even an empty history.
+	d.start("kagent", "starting the Python workers")
+	sess, err := s.platform.Open(c.Context, s.task)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
 	st, err := store.Open(c.Context, historyPath(c, s.task.Dir))
 	if err != nil {
 		return err
@@ -226,12 +234,6 @@ func runOptimize(c *cli.Context) error {
 	} else if ev != nil {
 		in.Events = ev
 	}
-	d.start("kagent", "starting the Python workers")
-	sess, err := s.platform.Open(c.Context, s.task)
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
 	in.Session = sess
 	var res agent.Result
 	if resume != "" {
