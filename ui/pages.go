@@ -118,7 +118,7 @@ type sourceView struct {
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var views []sourceView
-	for _, src := range s.sources {
+	for _, src := range s.sourceList() {
 		v := sourceView{Src: src.id, Label: src.label, Sweep: src.sweep}
 		st, err := src.store(ctx)
 		if errors.Is(err, errNoHistory) {

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -37,7 +39,10 @@ type Options struct {
 
 // Server is the web view. It is safe for concurrent use.
 type Server struct {
-	opts    Options
+	opts Options
+	// srcMu guards sources, which grows as sweep shards write new
+	// histories (sourceList).
+	srcMu   sync.Mutex
 	sources []*source
 	sweeps  []string
 	tmpl    map[string]*template.Template
@@ -72,11 +77,8 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("sweep dir: %w", err)
 		}
 		s.sweeps = append(s.sweeps, abs)
-		dbs, _ := filepath.Glob(filepath.Join(abs, "history*.db"))
-		for _, db := range dbs {
-			s.sources = append(s.sources, &source{id: fmt.Sprintf("k%d", len(s.sources)), label: db, dir: abs, db: db, sweep: true})
-		}
 	}
+	s.sourceList()
 	var err error
 	if s.tmpl, err = parseTemplates(); err != nil {
 		return nil, err
@@ -102,10 +104,32 @@ func existingDir(d string) (string, error) {
 	return abs, nil
 }
 
+// sourceList is the histories shown: the kernel dirs', then each sweep
+// dir's history*.db files, looked for again on every call so that a shard
+// that starts after the server is shown too. Ids stay as first given.
+func (s *Server) sourceList() []*source {
+	s.srcMu.Lock()
+	defer s.srcMu.Unlock()
+	known := map[string]bool{}
+	for _, src := range s.sources {
+		known[src.db] = true
+	}
+	for _, dir := range s.sweeps {
+		dbs, _ := filepath.Glob(filepath.Join(dir, "history*.db"))
+		for _, db := range dbs {
+			if !known[db] {
+				known[db] = true
+				s.sources = append(s.sources, &source{id: fmt.Sprintf("k%d", len(s.sources)), label: db, dir: dir, db: db, sweep: true})
+			}
+		}
+	}
+	return slices.Clone(s.sources)
+}
+
 // Close closes the histories the server opened.
 func (s *Server) Close() error {
 	var errs []error
-	for _, src := range s.sources {
+	for _, src := range s.sourceList() {
 		errs = append(errs, src.close())
 	}
 	return errors.Join(errs...)

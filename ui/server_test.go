@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,5 +231,39 @@ func TestNewMissingDir(t *testing.T) {
 		if _, err := New(o); !errors.Is(err, ErrNoDir) {
 			t.Errorf("New(%+v): %v, want ErrNoDir", o, err)
 		}
+	}
+}
+
+// TestSweepHistoryAppearsLater: a sweep shard that writes its history after
+// the server started is listed without a restart, and its run can be opened.
+func TestSweepHistoryAppearsLater(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := New(Options{Sweeps: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	get := func(target string) (int, string) {
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		return w.Code, w.Body.String()
+	}
+	if code, body := get("/"); code != 200 || strings.Contains(body, "late-run") {
+		t.Fatalf("before the shard: %d\n%s", code, body)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(dir, "history-shard-1-of-2.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.CreateRun(context.Background(), store.Run{ID: "late-run", KernelDir: dir, Problem: "p", Strategy: "greedy", Platform: "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	code, body := get("/")
+	if code != 200 || !strings.Contains(body, "late-run") {
+		t.Fatalf("after the shard wrote its history: %d\n%s", code, body)
+	}
+	if code, _ := get("/run/k0/late-run"); code != 200 {
+		t.Errorf("the late shard's run: %d", code)
 	}
 }

@@ -55,7 +55,7 @@ func (s *source) close() error {
 }
 
 func (s *Server) source(id string) *source {
-	for _, src := range s.sources {
+	for _, src := range s.sourceList() {
 		if src.id == id {
 			return src
 		}

@@ -76,7 +76,7 @@ func (s *Server) runSource(r *http.Request, dir, id string) string {
 	if id == "" {
 		return ""
 	}
-	for _, src := range s.sources {
+	for _, src := range s.sourceList() {
 		if !src.sweep || src.dir != dir {
 			continue
 		}
