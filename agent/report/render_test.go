@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot/plotter"
@@ -25,7 +26,15 @@ func TestSVGRender(t *testing.T) {
 		}
 		t.Skip("no rsvg-convert (Debian: librsvg2-bin)")
 	}
+	// The plots (and their PNGs) are kept under $KAGENT_TEST_ARTIFACTS/plots
+	// when it is set.
 	dir := t.TempDir()
+	if k := os.Getenv("KAGENT_TEST_ARTIFACTS"); k != "" {
+		dir = filepath.Join(k, "plots")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		d    Data
@@ -40,15 +49,15 @@ func TestSVGRender(t *testing.T) {
 					t.Fatal(err)
 				}
 				svg := filepath.Join(dir, tc.name+"-"+p.name+".svg")
-				if k := os.Getenv("KAGENT_TEST_ARTIFACTS"); k != "" {
-					svg = filepath.Join(k, tc.name+"-"+p.name+".svg")
-				}
 				if err := os.WriteFile(svg, b, 0o644); err != nil {
 					t.Fatal(err)
 				}
 				out, err := exec.Command(rsvg, "--format", "png", svg).Output()
 				if err != nil {
 					t.Fatalf("rsvg-convert %s: %v", svg, err)
+				}
+				if err := os.WriteFile(strings.TrimSuffix(svg, ".svg")+".png", out, 0o644); err != nil {
+					t.Fatal(err)
 				}
 				img, err := png.Decode(bytes.NewReader(out))
 				if err != nil {
