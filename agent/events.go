@@ -43,9 +43,11 @@ type Event struct {
 	Failure string `json:"failure,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 
-	// candidate_timed
+	// candidate_timed; Budget names a screening timing's budget (halving's
+	// early rungs), "" for a full timing
 	MedianMS float64 `json:"median_ms,omitempty"`
 	CV       float64 `json:"cv,omitempty"`
+	Budget   string  `json:"budget,omitempty"`
 
 	// promoted and round_finished / run_finished: the best so far
 	BestID           string  `json:"best_id,omitempty"`
@@ -149,6 +151,9 @@ func ProgressLine(ev Event) string {
 	case EventCandidateTimed:
 		if ev.Passed != nil && !*ev.Passed {
 			return fmt.Sprintf("%s%s timing rejected: %s: %s", round(), ev.Candidate, ev.Failure, clip(ev.Reason, 160))
+		}
+		if ev.Budget != "" {
+			return fmt.Sprintf("%s%s %.4g ms (cv %.1f%%, %s)", round(), ev.Candidate, ev.MedianMS, 100*ev.CV, ev.Budget)
 		}
 		return fmt.Sprintf("%s%s %.4g ms (cv %.1f%%)", round(), ev.Candidate, ev.MedianMS, 100*ev.CV)
 	case EventPromoted:

@@ -54,7 +54,7 @@ func verifiedEvent(c store.Candidate) Event {
 func timedEvent(c store.Candidate) Event {
 	ev := Event{Event: EventCandidateTimed, Round: ptr(c.Round), Candidate: c.ID, Parent: c.ParentID, Attempt: c.RefineAttempt}
 	if c.Timing != nil {
-		ev.MedianMS, ev.CV = c.Timing.MedianMS, c.Timing.CV
+		ev.MedianMS, ev.CV, ev.Budget = c.Timing.MedianMS, c.Timing.CV, c.Timing.Budget
 	}
 	if c.Status == store.StatusRejected && c.Verdict != nil {
 		ev.Passed, ev.Failure, ev.Reason, ev.CV = ptr(false), c.Verdict.Failure, c.Verdict.Reason, 0
