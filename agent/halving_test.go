@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
 	"github.com/kagent-kernels/kagent/search"
 )
 
@@ -69,5 +70,46 @@ func TestHalvingLoop(t *testing.T) {
 	}
 	if !strings.Contains(res.StopReason, "no untried variant") {
 		t.Errorf("stop %q: the bracket from the new best finds nothing untried", res.StopReason)
+	}
+}
+
+// TestHalvingProfilesOnce: with every candidate profiled, a variant timed
+// again at a later rung is placed again from its profile, not profiled a
+// second time.
+func TestHalvingProfilesOnce(t *testing.T) {
+	e := newEnv(t, kernelDir(t))
+	cfg := testConfig(search.Halving)
+	cfg.LLM.Model = ""
+	cfg.MaxRounds = 4
+	cfg.StrategyConfig.MaxVariants = 2
+	cfg.StrategyConfig.Eta = 2
+	cfg.StrategyConfig.MaxNoImprovement = 1
+	cfg.ProfileCandidates = configs.ProfileAll
+	in := e.input(cfg, nil)
+	in.Tuner = fakeSpace{vs: []search.Variant{
+		{Label: "ROWS=1", Source: candidateSource(t, "slow.py")},
+		{Label: "FUSED=1", Source: candidateSource(t, "fast.py")},
+	}}
+	cs := counting(t, e.sess)
+	in.Session = cs
+	res, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	best := mustCandidates(t, e.store, res.RunID)[res.Best.ID]
+	if !res.Improved || best.Direction != "tune: FUSED=1" || best.Timing == nil || best.Timing.Screening() {
+		t.Fatalf("best %s (%s, %+v), want FUSED=1 with a full timing", best.ID, best.Direction, best.Timing)
+	}
+	seen := map[string]int{}
+	for _, id := range cs.profiled {
+		if seen[id]++; seen[id] > 1 {
+			t.Errorf("%s profiled %d times (profiled: %v)", id, seen[id], cs.profiled)
+		}
+	}
+	if seen[best.ID] != 1 {
+		t.Errorf("the best %s was profiled %d times, want once (profiled: %v)", best.ID, seen[best.ID], cs.profiled)
+	}
+	if best.Metrics == nil || best.Metrics.TimeMS != best.Timing.MedianMS {
+		t.Errorf("the best's metrics %+v are not placed at its full timing %+v", best.Metrics, best.Timing)
 	}
 }

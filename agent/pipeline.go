@@ -185,9 +185,20 @@ func (p *pipeline) retime(ctx context.Context, c store.Candidate, b *platform.Bu
 	if c.Timing != nil && c.Timing.Budget == want {
 		return c, nil
 	}
+	before := c.Metrics
 	c, err := p.timeCandidate(ctx, c, b)
 	if err != nil || c.Status != store.StatusTimed {
 		return c, err
+	}
+	// A profile does not depend on the timing budget: a candidate the
+	// profiler already ran on is placed again from its metrics (a synthetic
+	// one at the new time), not profiled a second time.
+	if before != nil && !strings.HasPrefix(before.Fallback, notProfiled) {
+		m := *before
+		if m.Source == "synthetic" {
+			m.TimeMS = c.Timing.MedianMS
+		}
+		return p.recordMetrics(ctx, c, m, p.in.Platform.Analyzer().Analyze(m, p.specs))
 	}
 	return p.profileCandidate(ctx, c, p.skipProfile(c))
 }
@@ -229,6 +240,11 @@ func (p *pipeline) profileCandidate(ctx context.Context, c store.Candidate, skip
 	if err := ctx.Err(); err != nil {
 		return c, err
 	}
+	return p.recordMetrics(ctx, c, m, res)
+}
+
+// recordMetrics records a timed candidate's metrics and roofline placement.
+func (p *pipeline) recordMetrics(ctx context.Context, c store.Candidate, m roofline.Metrics, res roofline.Result) (store.Candidate, error) {
 	return p.record(ctx, c, step{update: store.Update{Status: store.StatusProfiled, Metrics: &m, Roofline: &res},
 		file: "metrics.json", body: map[string]any{"metrics": m, "roofline": res}})
 }
