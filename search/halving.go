@@ -127,16 +127,7 @@ func (hv halving) Slots(ctx context.Context, s *State, h History) ([]Slot, error
 	if err != nil {
 		return nil, fmt.Errorf("halving %s: %w", best.ID, err)
 	}
-	var out []Slot
-	seen := map[string]bool{}
-	for _, v := range vs {
-		hash := store.SourceHash(v.Source)
-		if _, known := h.Hashes[hash]; known || seen[hash] {
-			continue
-		}
-		seen[hash] = true
-		out = append(out, Slot{Index: len(out) + 1, Parents: []string{best.ID}, Variant: &v})
-	}
+	out := untried(vs, h, best.ID, 0)
 	if len(out) == 0 {
 		return nil, nil
 	}

@@ -184,6 +184,13 @@ func (t tuneStrategy) Slots(ctx context.Context, s *State, h History) ([]Slot, e
 	if err != nil {
 		return nil, fmt.Errorf("tune %s: %w", best.ID, err)
 	}
+	return untried(vs, h, best.ID, t.max), nil
+}
+
+// untried makes a slot of each variant of parent whose source the run has
+// not evaluated yet (nor an earlier variant of the list), up to max (0: no
+// limit), in the tuner's order.
+func untried(vs []Variant, h History, parent string, max int) []Slot {
 	var out []Slot
 	seen := map[string]bool{}
 	for _, v := range vs {
@@ -192,13 +199,12 @@ func (t tuneStrategy) Slots(ctx context.Context, s *State, h History) ([]Slot, e
 			continue
 		}
 		seen[hash] = true
-		v := v
-		out = append(out, Slot{Index: len(out) + 1, Parents: []string{best.ID}, Variant: &v})
-		if len(out) == t.max {
+		out = append(out, Slot{Index: len(out) + 1, Parents: []string{parent}, Variant: &v})
+		if len(out) == max {
 			break
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (tuneStrategy) Update(s *State, out Outcome, _ History) { Plateau(s, out) }
