@@ -417,40 +417,40 @@ class Finder:
         pin one config (the list rewritten to hold it alone)."""
         out: List[Dict[str, Any]] = []
         for k in sorted(self.kernels.values(), key=lambda k: k.name):
-            if not isinstance(k.autotune, ast.Call):
-                continue
-            exprs = [kw.value for kw in k.autotune.keywords if kw.arg == "configs"]
-            exprs += k.autotune.args[:1]
-            for e in exprs:
-                lists: List[Optional[ast.AST]] = [e]
-                if isinstance(e, ast.Name):
-                    lists = [v for v, _, _ in self.module.resolve(e.id)]
-                for lst in lists:
-                    if not isinstance(lst, ast.List):
-                        continue
-                    entries = [n for n in lst.elts if isinstance(n, ast.Call)
-                               and _dotted(n.func).split(".")[-1] == "Config"]
-                    if len(entries) != len(lst.elts) or len(entries) < 2:
-                        continue
-                    out.append({"kernel": k.name, "list": _span(self.lines, lst),
-                                "configs": [_span(self.lines, n) for n in entries]})
+            for lst in self._autotune_configs(k):
+                if not isinstance(lst, ast.List):
+                    continue
+                entries = [n for n in lst.elts if isinstance(n, ast.Call)
+                           and _dotted(n.func).split(".")[-1] == "Config"]
+                if len(entries) != len(lst.elts) or len(entries) < 2:
+                    continue
+                out.append({"kernel": k.name, "list": _span(self.lines, lst),
+                            "configs": [_span(self.lines, n) for n in entries]})
+        return out
+
+    def _autotune_configs(self, k: Any) -> List[Optional[ast.AST]]:
+        """The expressions a kernel's @triton.autotune takes its configs
+        from (its configs= keyword or first argument), a name resolved to
+        the values it is assigned; none without @triton.autotune(...)."""
+        if not isinstance(k.autotune, ast.Call):
+            return []
+        exprs = [kw.value for kw in k.autotune.keywords if kw.arg == "configs"]
+        exprs += k.autotune.args[:1]
+        out: List[Optional[ast.AST]] = []
+        for e in exprs:
+            if isinstance(e, ast.Name):
+                out += [v for v, _, _ in self.module.resolve(e.id)]
+            else:
+                out.append(e)
         return out
 
     def _configs(self) -> None:
         """triton.Config entries, tied to the autotuned kernel when found."""
         owner: Dict[int, str] = {}
         for k in self.kernels.values():
-            if not isinstance(k.autotune, ast.Call):
-                continue
-            exprs = [kw.value for kw in k.autotune.keywords if kw.arg == "configs"]
-            exprs += k.autotune.args[:1]
-            for e in exprs:
-                lists: List[Optional[ast.AST]] = [e]
-                if isinstance(e, ast.Name):
-                    lists = [v for v, _, _ in self.module.resolve(e.id)]
-                for lst in lists:
-                    for n in (_walk(lst) if lst is not None else ()):
-                        owner[id(n)] = k.name
+            for lst in self._autotune_configs(k):
+                for n in (_walk(lst) if lst is not None else ()):
+                    owner[id(n)] = k.name
         index: Dict[str, int] = {}
         for n in _walk(self.tree):
             if not (isinstance(n, ast.Call) and _dotted(n.func).split(".")[-1] == "Config"):
