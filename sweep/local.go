@@ -342,7 +342,7 @@ func (l *Local) result(ctx context.Context, job Job) (ProblemResult, error) {
 		if err != nil {
 			return res, err
 		}
-		usage = addTotals(usage, u.Totals)
+		usage = usage.Plus(u.Totals)
 	}
 	res.Compiled = compiled
 	d, err := job.Store.GetRun(ctx, job.RunID)
@@ -357,7 +357,7 @@ func (l *Local) result(ctx context.Context, job Job) (ProblemResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.LLM = usageOf(addTotals(usage, u.Totals))
+	res.LLM = usageOf(usage.Plus(u.Totals))
 	res.RunID, res.StopReason, res.Platform, res.Device = d.ID, d.StopReason, d.Platform, d.Device
 	res.Eager, res.Compile, res.Input = TimingOf(d.Baselines.Eager), TimingOf(d.Baselines.Compile), TimingOf(d.Baselines.Input)
 	if t := d.Baselines.Eager; t != nil {
@@ -382,17 +382,6 @@ func (l *Local) result(ctx context.Context, job Job) (ProblemResult, error) {
 		res.Status, res.Error = StatusError, fmt.Sprintf("the optimization run %s ended %s: %s", d.ID, d.Status, d.StopReason)
 	}
 	return res, nil
-}
-
-func addTotals(a, b store.Totals) store.Totals {
-	a.Calls += b.Calls
-	a.Failed += b.Failed
-	a.PromptTokens += b.PromptTokens
-	a.CompletionTokens += b.CompletionTokens
-	a.EstimatedCalls += b.EstimatedCalls
-	a.CostUSD += b.CostUSD
-	a.Duration += b.Duration
-	return a
 }
 
 func usageOf(t store.Totals) Usage {

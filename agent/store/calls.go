@@ -120,13 +120,7 @@ func llmUsage(ctx context.Context, tx *sql.Tx, runID string) (Usage, error) {
 	}
 	u := Usage{ByPurpose: byPurpose, ByModel: byModel}
 	for _, t := range byPurpose {
-		u.Calls += t.Calls
-		u.Failed += t.Failed
-		u.PromptTokens += t.PromptTokens
-		u.CompletionTokens += t.CompletionTokens
-		u.EstimatedCalls += t.EstimatedCalls
-		u.CostUSD += t.CostUSD
-		u.Duration += t.Duration
+		u.Totals = u.Totals.Plus(t)
 	}
 	return u, nil
 }

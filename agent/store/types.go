@@ -210,6 +210,18 @@ type Totals struct {
 	Duration       time.Duration `json:"duration_ns"` // summed; concurrent calls overlap
 }
 
+// Plus is t and u added up.
+func (t Totals) Plus(u Totals) Totals {
+	t.Calls += u.Calls
+	t.Failed += u.Failed
+	t.PromptTokens += u.PromptTokens
+	t.CompletionTokens += u.CompletionTokens
+	t.EstimatedCalls += u.EstimatedCalls
+	t.CostUSD += u.CostUSD
+	t.Duration += u.Duration
+	return t
+}
+
 // Usage is a run's LLM spend, in total, per purpose and per model (the
 // model that answered each call, as LLMCall.Model records it).
 type Usage struct {
