@@ -52,11 +52,16 @@ func (t KnobTuner) Variants(ctx context.Context, source string, max int) ([]Vari
 	if err != nil {
 		return nil, fmt.Errorf("knob variants: %w", err)
 	}
+	return variantsOf(vs), nil
+}
+
+// variantsOf are package tune's variants as the strategies take them.
+func variantsOf(vs []tune.Variant) []Variant {
 	out := make([]Variant, len(vs))
 	for i, v := range vs {
 		out[i] = Variant{Label: v.Label, Source: v.Source}
 	}
-	return out, nil
+	return out
 }
 
 // Spacer is a Tuner that also enumerates a kernel's whole search space
@@ -78,11 +83,7 @@ func (t KnobTuner) Space(ctx context.Context, source string, max int) ([]Variant
 	if err != nil {
 		return nil, fmt.Errorf("knob space: %w", err)
 	}
-	out := make([]Variant, len(vs))
-	for i, v := range vs {
-		out[i] = Variant{Label: v.Label, Source: v.Source}
-	}
-	return out, nil
+	return variantsOf(vs), nil
 }
 
 // Interface guards
