@@ -139,7 +139,7 @@ func FromRun(ctx context.Context, kernelDir, dbPath, runID string) (*Kernel, err
 		return nil, fmt.Errorf("read run %s: %w", runID, err)
 	}
 	if !promoted(d.Run) {
-		return nil, fmt.Errorf("%w: run %s has no promoted best kernel (its best is the input kernel)", ErrInvalid, runID)
+		return nil, fmt.Errorf("%w: run %s has no promoted best kernel (its best is the input kernel); export another run (see kagent runs list) or a kernel file with --kernel FILE --problem FILE", ErrInvalid, runID)
 	}
 	best, err := st.Candidate(ctx, d.ID, d.BestID)
 	if err != nil {
@@ -181,7 +181,7 @@ func sameProblem(ctx context.Context, st *store.Store, runID, problem string) er
 			continue
 		}
 		if pin.Problem != now {
-			return fmt.Errorf("%w: problem.py changed since run %s (sha256 %.12s, now %.12s): its kernel was verified against the old one", ErrInvalid, runID, pin.Problem, now)
+			return fmt.Errorf("%w: problem.py changed since run %s (sha256 %.12s, now %.12s): its kernel was verified against the old one; run kagent optimize again, or export the kernel file with --kernel FILE --problem FILE", ErrInvalid, runID, pin.Problem, now)
 		}
 	}
 	return nil

@@ -85,7 +85,7 @@ func runUI(ctx context.Context, o uiOpts, stdout, stderr io.Writer) error {
 	defer srv.Close()
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", o.Addr)
 	if err != nil {
-		return usageError("ui: listen on %s: %v", o.Addr, err)
+		return usageError("ui: listen on %s: %v (give another --port, or --port 0 for a free one)", o.Addr, err)
 	}
 	if !ui.IsLoopback(o.Addr) {
 		fmt.Fprintf(stderr, "kagent ui: warning: listening on %s, reachable from other machines: anyone who can connect sees the run history\n", ln.Addr())
