@@ -173,6 +173,22 @@ class WorkerProtocolTest(unittest.TestCase):
         r = self.client.request("fingerprint", candidate_path="/no/such/kernel.py")
         self.assertEqual(r["error"]["kind"], "bad_request")
 
+    def test_fingerprint_cannot_be_forged_by_the_candidate(self) -> None:
+        # The candidate replaces the fingerprint function in its runner: the
+        # static check refuses its import, so its fingerprint is its source's,
+        # never the forged one; an honest candidate fingerprinted after it
+        # (in a fresh runner) gets its own.
+        forged = "f" * 64
+        p = self.client.request("fingerprint", problem_id=self.pid, candidate_path=_cand("forge_fingerprint"), require_triton=False)
+        self.assertTrue(p["ok"], p)
+        self.assertNotEqual(p["result"]["hash"], forged, p)
+        self.assertEqual(p["result"]["method"], "ast", p)
+        self.assertIn("did not load", p["result"].get("reason", ""), p)
+        h = self.client.request("fingerprint", problem_id=self.pid, candidate_path=_cand("add_relu_ok"), require_triton=False)
+        self.assertTrue(h["ok"], h)
+        self.assertNotEqual(h["result"]["hash"], forged, h)
+        self.assertNotEqual(h["result"]["hash"], p["result"]["hash"], h)
+
     def test_errors(self) -> None:
         r = self.client.request("no_such_op")
         self.assertFalse(r["ok"])
