@@ -107,7 +107,8 @@ func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error
 	return ncu.New(ncu.Config{
 		NCUPath: p.cfg.NCUPath, Python: p.cfg.Python, HarnessDir: s.HarnessDir,
 		ProblemPath: s.Load.ProblemPath, Entry: s.Entry, DType: s.Load.DType, Seeds: s.Load.Seeds, TF32: s.Load.TF32,
-		GPU: dev, Timeout: p.cfg.ProfileTimeout, Env: append(append([]string(nil), s.Env...), s.SlotEnv...),
+		ShapeOverride: s.Load.Size,
+		GPU:           dev, Timeout: p.cfg.ProfileTimeout, Env: append(append([]string(nil), s.Env...), s.SlotEnv...),
 		WorkDir: p.cfg.WorkDir, Ahead: p.ncuAhead,
 	})
 }

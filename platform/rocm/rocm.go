@@ -126,7 +126,8 @@ func (p *Platform) rocprofProfiler(s worker.ProfilerSetup) (platform.Profiler, e
 			src = string(b)
 		}
 		script, err := ncu.Wrapper{HarnessDir: s.HarnessDir, ProblemPath: s.Load.ProblemPath, CandidatePath: c.Path,
-			Entry: s.Entry, DType: s.Load.DType, Seeds: s.Load.Seeds, TF32: s.Load.TF32, Warmup: 3}.Render()
+			Entry: s.Entry, DType: s.Load.DType, Seeds: s.Load.Seeds, TF32: s.Load.TF32, ShapeOverride: s.Load.Size,
+			Warmup: 3}.Render()
 		if err != nil {
 			return rocprof.Request{}, err
 		}

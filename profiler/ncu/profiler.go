@@ -156,8 +156,9 @@ func New(cfg Config) (*Profiler, error) {
 	}}, nil
 }
 
-// wrapper is the Wrapper of this profiler's problem.
-func (p *Profiler) wrapper() Wrapper {
+// Wrapper is the wrapper script of this profiler's problem, less the
+// candidate (each profile names its own).
+func (p *Profiler) Wrapper() Wrapper {
 	return Wrapper{
 		HarnessDir: p.cfg.HarnessDir, ProblemPath: p.cfg.ProblemPath, Entry: p.cfg.Entry,
 		DType: p.cfg.DType, Seeds: p.cfg.Seeds, TF32: p.cfg.TF32, ShapeOverride: p.cfg.ShapeOverride,
@@ -195,7 +196,7 @@ func (p *Profiler) startAhead() (*ahead, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := p.wrapper()
+	w := p.Wrapper()
 	w.JobFile = filepath.Join(dir, "job.json")
 	script, err := w.Render()
 	if err == nil {
@@ -361,7 +362,7 @@ func (p *Profiler) profileFresh(ctx context.Context, c platform.Candidate, path 
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	w := p.wrapper()
+	w := p.Wrapper()
 	w.CandidatePath = path
 	script, err := w.Render()
 	if err != nil {

@@ -42,8 +42,9 @@ type Wrapper struct {
 	Seeds []int64
 	// TF32 is the policy, "allow" or "forbid" ("" = forbid, the harness's default).
 	TF32 string
-	// ShapeOverride replaces the problem's module-level size constants
-	// (nil = the problem's own shapes).
+	// ShapeOverride replaces the problem's module-level size constants of
+	// the timed shape, as the worker's load request's size does (nil = the
+	// problem's own): the profile must measure the size that was timed.
 	ShapeOverride map[string]any
 	Device        string // "cuda"
 	// Warmup is the number of calls before the profiled one (at least 1).
@@ -77,6 +78,7 @@ type loadRequest struct {
 	Seeds       []int64          `json:"seeds"`
 	TF32        string           `json:"tf32"`
 	Shapes      []map[string]any `json:"shapes"`
+	Size        map[string]any   `json:"size,omitempty"`
 }
 
 // Render returns the wrapper script's Python source.
@@ -100,9 +102,7 @@ func (w Wrapper) Render() (string, error) {
 	if req.TF32 == "" {
 		req.TF32 = "forbid"
 	}
-	if w.ShapeOverride != nil {
-		req.Shapes = append(req.Shapes, w.ShapeOverride)
-	}
+	req.Size = w.ShapeOverride
 	var buf strings.Builder
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -25,7 +25,7 @@ func TestWrapperRender(t *testing.T) {
 	for _, want := range []string{
 		// not HTML-escaped, neither by pongo2 nor by encoding/json
 		`REQUEST = json.loads("{\"problem_path\":\"/kernels/a<b>&&c/problem.py\",\"dtype\":\"bf16\",` +
-			`\"seeds\":[42,43,987654321],\"tf32\":\"allow\",\"shapes\":[{\"batch_size\":4,\"dim1\":96}]}")`,
+			`\"seeds\":[42,43,987654321],\"tf32\":\"allow\",\"shapes\":[],\"size\":{\"batch_size\":4,\"dim1\":96}}")`,
 		`CANDIDATE_PATH = "/runs/it's \"quoted\"\\cand.py"`,
 		`ENTRY = "kernel_function"`, `WARMUP_CALLS = 3`,
 		`torch.cuda.profiler.start()`, `torch.cuda.nvtx.range_push(RANGE_NAME)`,
