@@ -12,6 +12,7 @@ from kagent_harness import devbuf, shm
 
 
 class SlotChoiceTest(unittest.TestCase):
+    @unittest.skipIf(torch.cuda.is_available(), "a GPU is here: device buffers are what this machine gives")
     def test_host_slots_without_a_gpu(self) -> None:
         old = os.environ.get("KAGENT_DEVICE_BUFFERS")
         os.environ["KAGENT_DEVICE_BUFFERS"] = "1"
