@@ -1,86 +1,125 @@
 #!/usr/bin/env bash
-# Compares exhaustive knob search with successive halving on mistuned inputs.
+# Compares the knob searches with an exhaustive one on mistuned inputs.
 # For each bench/tune/<example>.sed (a sed script that mistunes
 # examples/<example>/input.py) it runs, from the same mistuned input:
-#   (a) exhaustive: the halving strategy with eta 1000, which makes one rung:
-#       every variant of the space verified and timed in full;
-#   (b) halving: the halving preset (eta 3 unless ETA is set).
-# and prints: example, exhaustive best speedup, halving best speedup, the
-# fraction of the exhaustive speedup halving reached, both wall times and
-# their fraction.
+#   exhaustive: the halving strategy with eta 1000, which makes one rung:
+#               every variant of the knob space around the best verified and
+#               timed in full, then again around each new best;
+#   halving:    successive halving (eta ETA, default 3) over the same spaces;
+#   tune:       the local knob search (the MAX_TUNE most promising one- and
+#               two-knob moves of the best a round, default 8).
+# and prints, for each: the best speedup over the mistuned input, the
+# fraction of the exhaustive speedup it reached ((s-1)/(s_exh-1)), its wall
+# time, the fraction of the exhaustive time, and the variants it evaluated.
+# The size timed is bench/tune/<example>.size (KEY=VALUE,... of the problem's
+# size constants; SIZE overrides it; the cpu platform uses the cpu size).
+# Writes OUT/table.md, OUT/table.json and, per run, OUT/<example>-<mode>/
+# with the run's report.json and events.jsonl.
 # Usage: [KAGENT=bin/kagent] [PLATFORM=cuda] [MAX_VARIANTS=256] [ETA=3]
-#        [ROUNDS=12] [EXAMPLES="rmsnorm softmax"] [OUT=/tmp/tune-bench]
-#        scripts/tune-bench.sh
+#        [MAX_TUNE=8] [ROUNDS=12] [MODES="exhaustive halving tune"]
+#        [EXAMPLES="rmsnorm softmax"] [OUT=/tmp/tune-bench] scripts/tune-bench.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 KAGENT=${KAGENT:-$root/bin/kagent}
 PLATFORM=${PLATFORM:-cuda}
 MAX_VARIANTS=${MAX_VARIANTS:-256}
 ETA=${ETA:-3}
+MAX_TUNE=${MAX_TUNE:-8}
 ROUNDS=${ROUNDS:-12}
+MODES=${MODES:-exhaustive halving tune}
 OUT=${OUT:-/tmp/tune-bench}
+PY=${PY:-python3}
+export KAGENT_PYTHON=${KAGENT_PYTHON:-$PY}
 mkdir -p "$OUT"
 examples=${EXAMPLES:-$(cd "$root/bench/tune" && ls ./*.sed | sed 's|^\./||; s|\.sed$||')}
 
-# speedup DIR: the best's speedup over the input, from the run's report.json.
-speedup() {
-  python3 - "$1" <<'PY'
-import glob, json, sys
-reps = sorted(glob.glob(sys.argv[1] + "/.kagent/runs/*/report.json"))
-if not reps:
-    print("nan"); sys.exit()
-r = json.load(open(reps[-1]))
-def find(d):
-    if isinstance(d, dict):
-        for k, v in d.items():
-            if k in ("speedup_vs_input", "speedup_input") and isinstance(v, (int, float)):
-                return v
-            f = find(v)
-            if f is not None:
-                return f
-    if isinstance(d, list):
-        for v in d:
-            f = find(v)
-            if f is not None:
-                return f
-    return None
-s = (r.get("best") or {}).get("speedup_vs_input")
-if not isinstance(s, (int, float)):
-    s = find(r)
-print("nan" if s is None else "%.3f" % s)
-PY
+# config MODE: the run's configuration.
+config() {
+  case $1 in
+  exhaustive) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: 1000\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" ;;
+  halving) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: %s\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" "$ETA" ;;
+  tune) printf 'strategy: tune\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_TUNE" ;;
+  *) echo "tune-bench: unknown mode $1 (exhaustive halving tune)" >&2; return 2 ;;
+  esac
 }
 
-# one NAME ETA: a run of the mistuned example with eta ETA; prints "speedup seconds".
+# one EXAMPLE MODE: a run of the mistuned example; prints its row as JSON.
 one() {
-  local ex=$1 eta=$2 dir="$OUT/$1-eta$2"
-  rm -rf "$dir" && cp -r "$root/examples/$ex" "$dir"
+  local ex=$1 mode=$2 dir="$OUT/work/$1-$2" keep="$OUT/$1-$2" size
+  rm -rf "$dir" "$keep" && mkdir -p "$OUT/work" "$keep" && cp -r "$root/examples/$ex" "$dir" && rm -rf "$dir/.kagent"
   sed -i -f "$root/bench/tune/$ex.sed" "$dir/input.py"
   if cmp -s "$dir/input.py" "$root/examples/$ex/input.py"; then
-    echo "tune-bench: bench/tune/$ex.sed changes nothing" >&2; echo "nan 0"; return
+    echo "tune-bench: bench/tune/$ex.sed changes nothing" >&2; return 1
   fi
-  cat > "$dir/bench.yaml" <<YAML
-strategy: halving
-max_rounds: $ROUNDS
-strategy_config:
-  max_variants: $MAX_VARIANTS
-  eta: $eta
-  max_no_improvement: 1
-YAML
+  config "$mode" > "$dir/bench.yaml" || return 2
+  size=${SIZE:-$(cat "$root/bench/tune/$ex.size" 2>/dev/null)}
+  [ "$PLATFORM" = cpu ] && size=cpu
   local t0=$SECONDS
-  "$KAGENT" optimize --kernel-dir "$dir" --platform "$PLATFORM" --config "$dir/bench.yaml" --no-progress \
-    >"$dir/stdout.log" 2>"$dir/stderr.log"
-  echo "$(speedup "$dir") $((SECONDS - t0))"
+  "$KAGENT" optimize --kernel-dir "$dir" --platform "$PLATFORM" --config "$dir/bench.yaml" ${size:+--size "$size"} \
+    --no-progress >"$keep/stdout.log" 2>"$keep/stderr.log"
+  local rc=$? secs=$((SECONDS - t0)) run
+  run=$(ls -d "$dir"/.kagent/runs/*/ 2>/dev/null | tail -1)
+  [ -n "$run" ] && cp "$run/report.json" "$run/events.jsonl" "$keep/" 2>/dev/null
+  # Each candidate's worker phases (verification and timing, seconds).
+  [ -n "$run" ] && "$PY" - "$run" > "$keep/phases.json" <<'PY'
+import glob, json, os, sys
+out = {}
+for f in sorted(glob.glob(sys.argv[1] + "/round*/cand*/*.json")):
+    if os.path.basename(f) not in ("verdict.json", "timing.json"):
+        continue
+    try:
+        ph = json.load(open(f)).get("phases")
+    except (OSError, ValueError):
+        continue
+    if ph:
+        key = os.path.relpath(os.path.dirname(f), sys.argv[1])
+        out.setdefault(key, {})[os.path.basename(f)[:-5]] = ph
+json.dump(out, sys.stdout, indent=0, sort_keys=True)
+PY
+  "$PY" - "$keep" "$ex" "$mode" "$secs" "$rc" "${size:-default}" <<'PY'
+import json, sys
+keep, ex, mode, secs, rc, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+row = {"example": ex, "mode": mode, "size": size, "seconds": secs, "exit": rc, "speedup": None, "variants": 0}
+try:
+    r = json.load(open(keep + "/report.json"))
+    row["speedup"] = (r.get("best") or {}).get("speedup_vs_input")
+    row["variants"] = sum(1 for c in r.get("candidates", []) if c.get("round", 0) > 0)
+    row["best_ms"] = (r.get("best") or {}).get("median_ms")
+    row["input_ms"] = next((c["timing"]["median_ms"] for c in r["candidates"] if c["id"] == "input" and c.get("timing")), None)
+except (OSError, ValueError, KeyError, StopIteration):
+    pass
+print(json.dumps(row))
+PY
 }
 
-printf '%-24s %10s %10s %9s %8s %8s %9s\n' example exh_speedup hv_speedup fraction exh_s hv_s time_frac
+rows="$OUT/rows.jsonl"
+: > "$rows"
 for ex in $examples; do
-  read -r es et < <(one "$ex" 1000)
-  read -r hs ht < <(one "$ex" "$ETA")
-  python3 - "$ex" "$es" "$hs" "$et" "$ht" <<'PY'
-import sys
-ex, es, hs, et, ht = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-frac = (hs - 1) / (es - 1) if es == es and hs == hs and es > 1 else float("nan")
-print("%-24s %10.3f %10.3f %9.2f %8d %8d %9.2f" % (ex, es, hs, frac, et, ht, ht / et if et else float("nan")))
-PY
+  for mode in $MODES; do
+    one "$ex" "$mode" >> "$rows"
+    tail -1 "$rows" >&2
+  done
 done
+rm -rf "$OUT/work"
+"$PY" - "$rows" "$OUT" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+out = sys.argv[2]
+exh = {r["example"]: r for r in rows if r["mode"] == "exhaustive"}
+table = []
+for r in rows:
+    e = exh.get(r["example"])
+    s, es = r.get("speedup"), (e or {}).get("speedup")
+    r["fraction"] = (s - 1) / (es - 1) if s and es and es > 1 else None
+    r["time_fraction"] = r["seconds"] / e["seconds"] if e and e["seconds"] else None
+    table.append(r)
+json.dump(table, open(out + "/table.json", "w"), indent=1)
+f = lambda v, p="%.3f": "n/a" if v is None else p % v
+lines = ["| example | size | mode | best speedup vs input | fraction of exhaustive gain | wall s | fraction of exhaustive time | variants | exit |",
+         "|---|---|---|--:|--:|--:|--:|--:|--:|"]
+for r in table:
+    lines.append("| %s | %s | %s | %s | %s | %d | %s | %d | %d |" % (r["example"], r["size"], r["mode"], f(r.get("speedup")),
+                 f(r.get("fraction"), "%.2f"), r["seconds"], f(r.get("time_fraction"), "%.2f"), r["variants"], r["exit"]))
+open(out + "/table.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
