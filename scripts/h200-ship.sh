@@ -50,13 +50,35 @@ for step in $steps; do
   search)
     # elites and beam on the rmsnorm transcript made for elites (two of its
     # rewrites repeat earlier ones: one by source, one by compiled code).
+    # Three models simulated by the one transcript (llm.steps: diagnosis on
+    # one, rewrites on a cheaper one, reflection on the default), each
+    # recorded exchange given 1000 prompt and 500 completion tokens so that
+    # each model's spend shows.
     for strategy in elites beam_search; do
       d=$(kdir rmsnorm)
+      # The strategy's preset (as --strategy gives it) and llm.steps.
+      { cat "configs/strategies/$strategy.yaml"; cat <<YAML; } > ".cache/ship/$strategy.yaml"
+llm:
+  model: gpt-5
+  price_in_per_m: 1.25
+  price_out_per_m: 10
+  steps:
+    diagnose: {model: claude-sonnet-4-5, price_in_per_m: 3, price_out_per_m: 15}
+    optimize: {model: gpt-5-mini, price_in_per_m: 0.25, price_out_per_m: 2}
+    refine: {model: gpt-5-mini, price_in_per_m: 0.25, price_out_per_m: 2}
+YAML
+      "$PY" - "$d/transcript-elites" <<'PYEOF'
+import glob, json, sys
+for n in glob.glob(sys.argv[1] + "/*.json"):
+    ex = json.load(open(n))
+    ex["response"]["usage"] = {"prompt_tokens": 1000, "completion_tokens": 500}
+    json.dump(ex, open(n, "w"))
+PYEOF
       log "search: $strategy on $PLATFORM"
       start=$SECONDS
-      timeout 500 bin/kagent optimize --kernel-dir "$d" --platform "$PLATFORM" $SIZE_FLAG --strategy "$strategy" \
-        --llm-replay "$d/transcript-elites" --llm-replay-match purpose --max-rounds 2 --no-progress \
-        > "$OUT/search-$strategy.txt" 2>&1
+      timeout 500 bin/kagent optimize --kernel-dir "$d" --platform "$PLATFORM" $SIZE_FLAG \
+        --config ".cache/ship/$strategy.yaml" --llm-replay "$d/transcript-elites" --llm-replay-match purpose --max-rounds 2 \
+        --no-progress > "$OUT/search-$strategy.txt" 2>&1
       echo "$strategy exit $? in $((SECONDS - start)) s" | tee -a "$OUT/steps.log"
       run=$(ls -td "$d"/.kagent/runs/*/ 2>/dev/null | head -1)
       [ -n "$run" ] && cp "$run/report.json" "$OUT/search-$strategy-report.json" && cp "$run/report.md" "$OUT/search-$strategy-report.md"
@@ -64,21 +86,23 @@ for step in $steps; do
     "$PY" - "$OUT" > "$OUT/search-table.md" <<'EOF'
 import json, sys, datetime as dt
 out = sys.argv[1]
-print("| strategy | candidates | correct | duplicates by source | by code | wall s | candidates/min | best speedup vs input |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|")
+print("| strategy | candidates | correct | duplicates by source | by code | wall s | candidates/min | best speedup vs input | LLM calls and USD by model |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|---|")
 for s in ("elites", "beam_search"):
     try:
         r = json.load(open(f"{out}/search-{s}-report.json"))
     except OSError:
-        print(f"| {s} | no report | | | | | | |")
+        print(f"| {s} | no report | | | | | | | |")
         continue
     cands = [c for c in r["candidates"] if c.get("round", 0) > 0]
     wall = (dt.datetime.fromisoformat(r["finished_at"].replace("Z", "+00:00"))
             - dt.datetime.fromisoformat(r["started_at"].replace("Z", "+00:00"))).total_seconds()
     d = r.get("duplicates", {})
     best = r.get("best") or {}
+    models = ", ".join(f"{m['model']} {m['calls']} (${m.get('cost_usd', 0):.4f})" for m in (r.get("llm") or {}).get("by_model") or [])
     print(f"| {s} | {len(cands)} | {sum(1 for c in cands if c.get('correct'))} | {d.get('by_source', 0)} | {d.get('by_code', 0)} "
-          f"| {wall:.0f} | {60 * len(cands) / wall if wall else 0:.1f} | {best.get('speedup_vs_input', 0):.2f} |")
+          f"| {wall:.0f} | {60 * len(cands) / wall if wall else 0:.1f} | {best.get('speedup_vs_input', 0):.2f} "
+          f"| {models} |")
 EOF
     cat "$OUT/search-table.md"
     ;;
