@@ -15,8 +15,11 @@
 # size constants; SIZE overrides it; the cpu platform uses the cpu size).
 # Writes OUT/table.md, OUT/table.json and, per run, OUT/<example>-<mode>/
 # with the run's report.json and events.jsonl.
+# RUN_LIMIT (seconds, 0: none) stops a run that takes longer: kagent ends it
+# as interrupted, with its report, and its row says "cut" and gives the best
+# found so far, so one slow search does not cost the table.
 # Usage: [KAGENT=bin/kagent] [PLATFORM=cuda] [MAX_VARIANTS=256] [ETA=3]
-#        [MAX_TUNE=8] [ROUNDS=12] [MODES="exhaustive halving tune"]
+#        [MAX_TUNE=8] [ROUNDS=12] [MODES="exhaustive halving tune"] [RUN_LIMIT=0]
 #        [EXAMPLES="rmsnorm softmax"] [OUT=/tmp/tune-bench] scripts/tune-bench.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +30,7 @@ ETA=${ETA:-3}
 MAX_TUNE=${MAX_TUNE:-8}
 ROUNDS=${ROUNDS:-12}
 MODES=${MODES:-exhaustive halving tune}
+RUN_LIMIT=${RUN_LIMIT:-0}
 OUT=${OUT:-/tmp/tune-bench}
 PY=${PY:-python3}
 export KAGENT_PYTHON=${KAGENT_PYTHON:-$PY}
@@ -55,11 +59,11 @@ one() {
   size=${SIZE:-$(cat "$root/bench/tune/$ex.size" 2>/dev/null)}
   [ "$PLATFORM" = cpu ] && size=cpu
   local t0=$SECONDS
-  "$KAGENT" optimize --kernel-dir "$dir" --platform "$PLATFORM" --config "$dir/bench.yaml" ${size:+--size "$size"} \
+  timeout --signal=TERM --kill-after=60 "$RUN_LIMIT" "$KAGENT" optimize --kernel-dir "$dir" --platform "$PLATFORM" --config "$dir/bench.yaml" ${size:+--size "$size"} \
     --no-progress >"$keep/stdout.log" 2>"$keep/stderr.log"
   local rc=$? secs=$((SECONDS - t0)) run
   run=$(ls -d "$dir"/.kagent/runs/*/ 2>/dev/null | tail -1)
-  [ -n "$run" ] && cp "$run/report.json" "$run/events.jsonl" "$keep/" 2>/dev/null
+  [ -n "$run" ] && cp "$run/events.jsonl" "$keep/" && { cp "$run/report.json" "$keep/" 2>/dev/null || true; }
   # Each candidate's worker phases (verification and timing, seconds).
   [ -n "$run" ] && "$PY" - "$run" > "$keep/phases.json" <<'PY'
 import glob, json, os, sys
@@ -79,7 +83,7 @@ PY
   "$PY" - "$keep" "$ex" "$mode" "$secs" "$rc" "${size:-default}" <<'PY'
 import json, sys
 keep, ex, mode, secs, rc, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-row = {"example": ex, "mode": mode, "size": size, "seconds": secs, "exit": rc, "speedup": None, "variants": 0}
+row = {"example": ex, "mode": mode, "size": size, "seconds": secs, "exit": rc, "cut": rc == 124, "speedup": None, "variants": 0}
 try:
     r = json.load(open(keep + "/report.json"))
     row["speedup"] = (r.get("best") or {}).get("speedup_vs_input")
@@ -87,7 +91,16 @@ try:
     row["best_ms"] = (r.get("best") or {}).get("median_ms")
     row["input_ms"] = next((c["timing"]["median_ms"] for c in r["candidates"] if c["id"] == "input" and c.get("timing")), None)
 except (OSError, ValueError, KeyError, StopIteration):
-    pass
+    # No report (a run cut at RUN_LIMIT): the best so far from its events.
+    try:
+        evs = [json.loads(l) for l in open(keep + "/events.jsonl") if l.strip()]
+    except (OSError, ValueError):
+        evs = []
+    done = [e for e in evs if e.get("event") == "round_finished"]
+    if done:
+        row["speedup"], row["best_ms"] = done[-1].get("speedup_vs_input"), done[-1].get("best_ms")
+    row["variants"] = sum(1 for e in evs if e.get("event") == "candidate_verified" and e.get("round", 0) > 0)
+    row["input_ms"] = next((e.get("median_ms") for e in evs if e.get("event") == "candidate_timed" and e.get("candidate") == "input"), None)
 print(json.dumps(row))
 PY
 }
@@ -116,10 +129,11 @@ for r in rows:
 json.dump(table, open(out + "/table.json", "w"), indent=1)
 f = lambda v, p="%.3f": "n/a" if v is None else p % v
 lines = ["| example | size | mode | best speedup vs input | fraction of exhaustive gain | wall s | fraction of exhaustive time | variants | exit |",
-         "|---|---|---|--:|--:|--:|--:|--:|--:|"]
+         "|---|---|---|--:|--:|--:|--:|--:|---|"]
 for r in table:
-    lines.append("| %s | %s | %s | %s | %s | %d | %s | %d | %d |" % (r["example"], r["size"], r["mode"], f(r.get("speedup")),
-                 f(r.get("fraction"), "%.2f"), r["seconds"], f(r.get("time_fraction"), "%.2f"), r["variants"], r["exit"]))
+    ex = "cut at RUN_LIMIT" if r.get("cut") else str(r["exit"])
+    lines.append("| %s | %s | %s | %s | %s | %d | %s | %d | %s |" % (r["example"], r["size"], r["mode"], f(r.get("speedup")),
+                 f(r.get("fraction"), "%.2f"), r["seconds"], f(r.get("time_fraction"), "%.2f"), r["variants"], ex))
 open(out + "/table.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
