@@ -7,7 +7,8 @@
 #               timed in full, then again around each new best;
 #   halving:    successive halving (eta ETA, default 3) over the same spaces;
 #   tune:       the local knob search (the MAX_TUNE most promising one- and
-#               two-knob moves of the best a round, default 8).
+#               two-knob moves of the best a round, default 8), stopping
+#               after two rounds without a promotion as its preset does.
 # and prints, for each: the best speedup over the mistuned input, the
 # fraction of the exhaustive speedup it reached ((s-1)/(s_exh-1)), its wall
 # time, the fraction of the exhaustive time, and the variants it evaluated.
@@ -42,7 +43,7 @@ config() {
   case $1 in
   exhaustive) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: 1000\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" ;;
   halving) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: %s\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" "$ETA" ;;
-  tune) printf 'strategy: tune\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_TUNE" ;;
+  tune) printf 'strategy: tune\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  max_no_improvement: 2\n' "$ROUNDS" "$MAX_TUNE" ;;
   *) echo "tune-bench: unknown mode $1 (exhaustive halving tune)" >&2; return 2 ;;
   esac
 }

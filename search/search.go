@@ -34,6 +34,11 @@ type State struct {
 	SearchStop string `json:"search_stop,omitempty"`
 	// Halving is the halving strategy's bracket.
 	Halving *Bracket `json:"halving,omitempty"`
+	// Walk is the kernel tune explores from instead of the best: a round
+	// that promoted nothing but timed, in full, a correct variant faster
+	// than the best (by less than the promotion threshold) continues from
+	// that variant, so gains below the threshold add up across rounds.
+	Walk string `json:"walk,omitempty"`
 }
 
 // Slot is one unit of a round: it becomes a candidate and its refinements.

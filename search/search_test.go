@@ -210,3 +210,55 @@ func TestTuneSkipsTriedVariantsAndAsksForMoreOnAPlateau(t *testing.T) {
 		t.Error("a best kernel missing from the history is an error")
 	}
 }
+
+// A round that promotes nothing but times a variant faster than the best
+// (below the promotion threshold) makes the next round explore from that
+// variant; a promotion, a screening time or nothing faster explores from the
+// best again.
+func TestTuneWalksFromAFasterVariantThatWasNotPromoted(t *testing.T) {
+	var bases []string
+	tuner := TunerFunc(func(_ context.Context, src string, max int) ([]Variant, error) {
+		bases = append(bases, src)
+		return []Variant{{Label: "x", Source: src + "x"}}, nil
+	})
+	st, err := New(Tune, Settings{MaxVariants: 4}, tuner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed := func(id, src string, ms float64, budget string) store.Candidate {
+		return store.Candidate{ID: id, Source: src, SourceHash: store.SourceHash(src),
+			Timing: &platform.Timing{MedianMS: ms, Budget: budget}}
+	}
+	best := timed("r2c5", "b", 0.130, "")
+	slower := timed("r3c1", "s", 0.140, "")
+	near := timed("r3c5", "n", 0.1282, "")
+	nearer := timed("r3c2", "m", 0.1283, "")
+	screened := timed("r3c9", "q", 0.100, "screen 11.1%")
+	h := hist(best, slower, near, nearer, screened)
+
+	s := State{BestID: "r2c5"}
+	st.Update(&s, Outcome{Measured: []store.Candidate{slower, nearer, near, screened}}, h)
+	if s.Walk != "r3c5" || s.NoImprovement != 1 {
+		t.Fatalf("walk %q, plateau %d: want r3c5 (fastest full timing under the best), 1", s.Walk, s.NoImprovement)
+	}
+	slots, err := st.Slots(context.Background(), &s, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 1 || slots[0].Parent() != "r3c5" || bases[len(bases)-1] != "n" {
+		t.Fatalf("slots %+v from %q: want a variant of the walk kernel r3c5", slots, bases)
+	}
+
+	st.Update(&s, Outcome{Promoted: true, Measured: []store.Candidate{near}}, h)
+	if s.Walk != "" || s.NoImprovement != 0 {
+		t.Errorf("after a promotion: walk %q, plateau %d; want none, 0", s.Walk, s.NoImprovement)
+	}
+	s = State{BestID: "r2c5", Walk: "r3c5"}
+	st.Update(&s, Outcome{Measured: []store.Candidate{slower, screened}}, h)
+	if s.Walk != "" {
+		t.Errorf("nothing faster in full timing: walk %q, want none", s.Walk)
+	}
+	if slots, err = st.Slots(context.Background(), &s, h); err != nil || slots[0].Parent() != "r2c5" {
+		t.Errorf("slots %+v (%v): want variants of the best again", slots, err)
+	}
+}

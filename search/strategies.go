@@ -173,18 +173,24 @@ func (tuneStrategy) Name() string    { return Tune }
 func (tuneStrategy) Directions() int { return 0 }
 
 // Slots asks the tuner for more variants the longer the best stands still,
-// and keeps the first max that the run has not evaluated yet.
+// and keeps the first max that the run has not evaluated yet. The variants
+// are of the walk kernel when there is one (see State.Walk), else of the
+// best.
 func (t tuneStrategy) Slots(ctx context.Context, s *State, h History) ([]Slot, error) {
 	best, ok := h.ByID[s.BestID]
 	if !ok {
 		return nil, fmt.Errorf("tune: best kernel %s is not recorded", s.BestID)
 	}
-	want := t.max * (s.NoImprovement + 1)
-	vs, err := t.tuner.Variants(ctx, best.Source, want)
-	if err != nil {
-		return nil, fmt.Errorf("tune %s: %w", best.ID, err)
+	base := best
+	if w, ok := h.ByID[s.Walk]; ok && s.Walk != "" {
+		base = w
 	}
-	return untried(vs, h, best.ID, t.max), nil
+	want := t.max * (s.NoImprovement + 1)
+	vs, err := t.tuner.Variants(ctx, base.Source, want)
+	if err != nil {
+		return nil, fmt.Errorf("tune %s: %w", base.ID, err)
+	}
+	return untried(vs, h, base.ID, t.max), nil
 }
 
 // untried makes a slot of each variant of parent whose source the run has
@@ -207,7 +213,29 @@ func untried(vs []Variant, h History, parent string, max int) []Slot {
 	return out
 }
 
-func (tuneStrategy) Update(s *State, out Outcome, _ History) { Plateau(s, out) }
+// Update counts the plateau and chooses the next round's walk kernel: none
+// after a promotion (the new best is the base), else the round's fastest
+// variant timed in full that beat the best's time without being promoted.
+func (tuneStrategy) Update(s *State, out Outcome, h History) {
+	Plateau(s, out)
+	s.Walk = ""
+	if out.Promoted {
+		return
+	}
+	best, ok := h.ByID[s.BestID]
+	if !ok || best.MedianMS() <= 0 {
+		return
+	}
+	fastest := best.MedianMS()
+	for _, c := range out.Measured {
+		if c.Timing == nil || c.Timing.Screening() || c.MedianMS() <= 0 {
+			continue
+		}
+		if ms := c.MedianMS(); ms < fastest {
+			s.Walk, fastest = c.ID, ms
+		}
+	}
+}
 
 // Interface guards
 var (
