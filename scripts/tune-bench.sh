@@ -15,10 +15,12 @@
 # The size timed is bench/tune/<example>.size (KEY=VALUE,... of the problem's
 # size constants; SIZE overrides it; the cpu platform uses the cpu size).
 # Writes OUT/table.md, OUT/table.json and, per run, OUT/<example>-<mode>/
-# with the run's report.json and events.jsonl.
+# with the run's report.json, events.jsonl and phases.json (seconds per
+# variant, verification and timing phases: scripts/kernelbench_phases.py).
 # RUN_LIMIT (seconds, 0: none) stops a run that takes longer: kagent ends it
-# as interrupted, with its report, and its row says "cut" and gives the best
-# found so far, so one slow search does not cost the table.
+# as interrupted (without a report), and its row says "cut" and gives the
+# best of the rounds it finished, from the run's events, so one slow search
+# does not cost the table.
 # Usage: [KAGENT=bin/kagent] [PLATFORM=cuda] [MAX_VARIANTS=256] [ETA=3]
 #        [MAX_TUNE=8] [ROUNDS=12] [MODES="exhaustive halving tune"] [RUN_LIMIT=0]
 #        [EXAMPLES="rmsnorm softmax"] [OUT=/tmp/tune-bench] scripts/tune-bench.sh
@@ -65,22 +67,9 @@ one() {
   local rc=$? secs=$((SECONDS - t0)) run
   run=$(ls -d "$dir"/.kagent/runs/*/ 2>/dev/null | tail -1)
   [ -n "$run" ] && cp "$run/events.jsonl" "$keep/" && { cp "$run/report.json" "$keep/" 2>/dev/null || true; }
-  # Each candidate's worker phases (verification and timing, seconds).
-  [ -n "$run" ] && "$PY" - "$run" > "$keep/phases.json" <<'PY'
-import glob, json, os, sys
-out = {}
-for f in sorted(glob.glob(sys.argv[1] + "/round*/cand*/*.json")):
-    if os.path.basename(f) not in ("verdict.json", "timing.json"):
-        continue
-    try:
-        ph = json.load(open(f)).get("phases")
-    except (OSError, ValueError):
-        continue
-    if ph:
-        key = os.path.relpath(os.path.dirname(f), sys.argv[1])
-        out.setdefault(key, {})[os.path.basename(f)[:-5]] = ph
-json.dump(out, sys.stdout, indent=0, sort_keys=True)
-PY
+  # Where the run's time went (scripts/kernelbench_phases.py's per-run summary).
+  [ -n "$run" ] && "$PY" -c 'import json, sys; sys.path.insert(0, sys.argv[1]); from kernelbench_phases import problem_phases
+json.dump(problem_phases(sys.argv[2]), sys.stdout, indent=1)' "$root/scripts" "$run" > "$keep/phases.json"
   "$PY" - "$keep" "$ex" "$mode" "$secs" "$rc" "${size:-default}" <<'PY'
 import json, sys
 keep, ex, mode, secs, rc, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
