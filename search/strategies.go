@@ -182,7 +182,7 @@ func (t tuneStrategy) Slots(ctx context.Context, s *State, h History) ([]Slot, e
 		return nil, fmt.Errorf("tune: best kernel %s is not recorded", s.BestID)
 	}
 	base := best
-	if w, ok := h.ByID[s.Walk]; ok && s.Walk != "" {
+	if w, ok := h.ByID[s.Walk]; ok {
 		base = w
 	}
 	want := t.max * (s.NoImprovement + 1)
