@@ -19,6 +19,9 @@ Requests (JSON objects with an ``op``), one reply each (``{"ok": ...}`` or
 - ``timed``    one timed call (events or CPU time), optionally its outputs.
 - ``burst``    several calls between two events and one synchronisation.
 - ``ping``     nothing (the judge calibrates its clock checks with it).
+- ``precompile`` import and build a batch of variants (screening), record
+  one call's Triton launches each and compile them all on several threads.
+- ``select``   make one variant of the batch the loaded candidate.
 - ``usertest`` run a kernel dir's test.py on the candidate in a process of its
   own and report how it ended; only in a runner that has imported no candidate
   (the candidate runs in the test's process alone, which inherits no
@@ -284,12 +287,17 @@ class Runner:
         return {"entry": self.entry}
 
     def op_build(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        self.callables[str(req["label"])] = self._build(req)
+        return {}
+
+    def _build(self, req: Dict[str, Any]) -> Callable[..., Any]:
+        """The loaded candidate's callable for one shape set (init inputs
+        and the reference's weights in the request)."""
         from .candidate import ENTRY_FUNCTION, ENTRY_MODEL, weights_mismatch
         from .failures import ENTRY, classify, describe
         from .loading import seed_all
 
         torch = self.torch
-        label = str(req["label"])
         init = self._args(req.get("init") or [])
         base = os.path.basename(self.path)
         if self.entry == ENTRY_FUNCTION:
@@ -298,8 +306,7 @@ class Runner:
             def call(*inputs: Any) -> Any:
                 return kf(*inputs, *init)
 
-            self.callables[label] = call
-            return {}
+            return call
         cls = getattr(self.module, ENTRY_MODEL)
         # A seed unrelated to the one the reference's weights were drawn with:
         # a ModelNew that ignores the weights it is given cannot match them.
@@ -328,7 +335,86 @@ class Runner:
             kind, _ = classify(exc)
             raise _Failure(kind if kind != "exception" else ENTRY, f"moving ModelNew to the device: {describe(exc)}") from None
         self._check_guard(f"building {base}'s ModelNew")
-        self.callables[label] = model
+        return model
+
+    def op_precompile(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        """Screening (screen.py): import and build each variant of a batch,
+        record one call's Triton launches without running them (ttir.py),
+        then compile every recorded launch at once on ``threads`` threads
+        into its kernel's own cache. ``select`` then makes one variant the
+        loaded candidate; its first call finds its kernels compiled."""
+        import tempfile
+        import time
+
+        from .candidate import find_entry, import_candidate
+        from .failures import CheckFailure
+        from .loading import apply_tf32
+        from .shm import dtype_of
+        from .ttir import LaunchRecorder, precompile
+
+        torch = self.torch
+        apply_tf32(str(req.get("tf32") or "forbid"))
+        self.guard.expect_tf32(str(req.get("tf32") or "forbid"))
+        self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
+        args = self._args(req.get("args") or [])
+        t0 = time.perf_counter()
+        self.variants: List[Dict[str, Any]] = []
+        launches: List[Any] = []
+        replies: List[Dict[str, Any]] = []
+        for i, v in enumerate(req.get("variants") or []):
+            name = os.path.basename(str(v.get("name") or "kernel.py")) or "kernel.py"
+            if not name.endswith(".py"):
+                name += ".py"
+            path = os.path.join(tempfile.mkdtemp(prefix=f"variant-{i}-"), name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(str(v.get("source") or ""))
+            self.path, self.module, self.callables = path, None, {}
+            try:
+                self.module = import_candidate(path)
+                self._check_guard(f"importing {name}")
+                self.entry = find_entry(self.module, path, str(req.get("entry") or ""))
+                fn = self._build(req)
+            except CheckFailure as f:
+                replies.append({"error": {"kind": f.name, "message": f.reason}})
+                self.variants.append({})
+                continue
+            except _Failure as f:
+                if f.kind == "tamper":
+                    raise
+                replies.append({"error": {"kind": f.kind, "message": f.message}})
+                self.variants.append({})
+                continue
+            rec = LaunchRecorder()
+            with rec:
+                try:
+                    with torch.no_grad():
+                        fn(*args)
+                except Exception:  # noqa: BLE001 - candidate code; the launches recorded still count
+                    pass
+            self._check_guard(f"{name}'s recorded call")
+            del fn
+            launches += rec.launches
+            self.variants.append({"module": self.module, "entry": self.entry, "path": path})
+            replies.append({"launches": len(rec.launches)})
+        t1 = time.perf_counter()
+        compiled = precompile(launches, max(1, int(req.get("threads") or 1)))
+        self._check_guard("compiling the variants")
+        self.module, self.callables = None, {}
+        return {"variants": replies, "compiled": compiled, "load_s": t1 - t0, "compile_s": time.perf_counter() - t1}
+
+    def op_select(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        """Make variant ``variant`` of the last precompile the loaded
+        candidate, built for shape set ``label``."""
+        i = int(req.get("variant", -1))
+        variants = getattr(self, "variants", [])
+        v = variants[i] if 0 <= i < len(variants) else {}
+        if not v:
+            raise _Failure("bad_request", f"variant {i} is not loaded")
+        self.module, self.entry, self.path = v["module"], v["entry"], v["path"]
+        self.callables = {}
+        self.kept.clear()
+        self.last_out = None
+        self.callables[str(req["label"])] = self._build(req)
         return {}
 
     def op_call(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
@@ -559,6 +645,8 @@ class Runner:
             "fingerprint": self.op_fingerprint,
             "sync_back": self.op_sync_back,
             "usertest": self.op_usertest,
+            "precompile": self.op_precompile,
+            "select": self.op_select,
         }
         while True:
             try:

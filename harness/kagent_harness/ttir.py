@@ -174,3 +174,45 @@ def normalize_ttir(text: str) -> str:
         names: Dict[str, str] = {}
         text = pattern.sub(lambda m, names=names, prefix=prefix: names.setdefault(m.group(0), f"{prefix}{len(names)}"), text)
     return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+
+
+def precompile(launches: List[Any], threads: int) -> int:
+    """Compile recorded launches (LaunchRecorder) on ``threads`` threads,
+    into each kernel's own cache, as its launch would (Triton's async
+    compile mode): the next real launch finds its kernel compiled. Returns
+    how many were compiled. Under the interpreter nothing compiles; a launch
+    that cannot be prepared is left for its real launch to compile (and
+    fail, if it must)."""
+    if not launches or os.environ.get("TRITON_INTERPRET", "") == "1":
+        return 0
+    from concurrent.futures import ThreadPoolExecutor
+
+    from triton import knobs
+    from triton.runtime import driver
+    from triton.runtime._async_compile import AsyncCompileMode
+    from triton.runtime.jit import JITFunction, compute_cache_key
+
+    device = driver.active.get_current_device()
+    n = 0
+    seen = set()
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        with AsyncCompileMode(pool, ignore_errors=True):
+            for fn, args, kwargs, _grid in launches:
+                if not isinstance(fn, JITFunction):
+                    continue
+                try:
+                    kw = dict(kwargs)
+                    kw["debug"] = kw.get("debug", fn.debug) or knobs.runtime.debug
+                    kw["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+                    kernel_cache, key_cache, _target, backend, binder = fn.device_caches[device]
+                    bound, specialization, options = binder(*args, **kw)
+                    key = compute_cache_key(key_cache, specialization, options)
+                    if key in kernel_cache or (id(fn), key) in seen:
+                        continue
+                    seen.add((id(fn), key))
+                    options, signature, constexprs, attrs = fn._pack_args(backend, kw, bound, specialization, options)
+                    fn._do_compile(key, signature, device, constexprs, options, attrs, warmup=True)
+                    n += 1
+                except Exception:  # noqa: BLE001 - an unknown Triton version or launch: compiled at its launch
+                    continue
+    return n

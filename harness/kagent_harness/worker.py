@@ -274,6 +274,20 @@ class Worker:
             # Verification loads the candidate afresh.
             self._drop(key)
 
+    def screen(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        """Screen a batch of knob variants in one runner (screen.py)."""
+        from .failures import RequestError
+        from .screen import screen
+
+        problem = self._problem(req)
+        paths = [str(p) for p in req.get("candidate_paths") or []]
+        bad = [p for p in paths if not os.path.isfile(p)]
+        if bad:
+            raise RequestError("bad_request", f"candidate_paths: {bad[0]!r} is not a file")
+        self._make_room(self._need(problem, "verify"))
+        with self._active():
+            return screen(problem, paths, {**req, "require_triton": _require_triton(req)})
+
     def verify(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .candidate import read_source, source_hash
         from .failures import RequestError
@@ -434,6 +448,7 @@ class Worker:
             "static_check": self.static_check,
             "fingerprint": self.fingerprint,
             "verify": self.verify,
+            "screen": self.screen,
             "bench": self.bench,
             "compare": self.compare,
             "memory": self.memory,

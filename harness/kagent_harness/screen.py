@@ -1,0 +1,194 @@
+"""Screening: many knob variants of one kernel judged briefly, in one runner.
+
+A tuner that searches launch and constexpr settings evaluates hundreds of
+variants that differ only in integer literals. Verifying and timing each in
+full (verify.py, timing.py) costs seconds a variant, most of it not the
+GPU's work: a runner started and a device context made per candidate, each
+variant's Triton compile in turn, every check and the full timing budget.
+The ``screen`` op ranks a batch instead:
+
+1. every variant passes the static check (the judge, as in verification);
+2. one runner imports and builds them all, records one call of each without
+   running its kernels and compiles every recorded launch at once on several
+   threads (runner.py ``precompile``);
+3. per variant (runner.py ``select``): one call on the first stored draw,
+   its outputs compared by the judge with that draw's reference at the
+   problem's tolerance, then ``calls`` timed calls, each behind an L2 flush
+   and a spin as a full timing's (the median is the screening time).
+
+A screening time is a ranking, never a candidate's time: the variants share
+one runner, so one could disturb another's calls, and none of the other
+checks ran. Whatever a tuner picks from a screen is verified and timed in
+full, in its own runner, before it can be promoted. A runner that dies
+(crash, tamper, CUDA error) while screening a variant fails that variant; the
+rest go on in a fresh runner. A batch whose runner dies while loading is split
+in halves until the variant that killed it is alone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from . import failures as F
+from .candidate import read_source
+from .failures import CheckFailure
+from .loading import Problem
+from .numerics import compare_outputs
+from .remote import RunnerClient
+from .shm import dtype_name
+from .static_check import check_file
+from .timing import spin_for
+from .verify import problem_tolerance
+
+# Timed calls per variant and warm-up when the request names none.
+DEFAULT_CALLS = 20
+DEFAULT_WARMUP_MS = 5.0
+# Variants whose launches one precompile compiles on its threads.
+DEFAULT_THREADS = 8
+
+
+def _failed(kind: str, reason: str) -> Dict[str, Any]:
+    return {"passed": False, "failure": kind, "reason": reason[:2000]}
+
+
+class _Batch:
+    """One runner screening some of the variants."""
+
+    def __init__(self, problem: Problem, paths: List[str], opts: Dict[str, Any]) -> None:
+        self.problem = problem
+        self.paths = paths
+        self.opts = opts
+        self.shape = problem.main
+        self.draw = self.shape.draws[0]
+        self.rc = RunnerClient(problem.device)
+        label = self.shape.label
+        self.build = {"label": label, "init": self.rc.args(("init", label), list(self.shape.init_inputs)),
+                      "weights": [{"name": n, "t": self.rc.put(("w", label, n), t.detach())}
+                                  for n, t in self.shape.model.state_dict().items()]}
+        self.load_s = 0.0
+        self.compile_s = 0.0
+        self.compiled = 0
+
+    def close(self) -> None:
+        self.rc.close()
+
+    def load(self, idx: List[int]) -> List[Dict[str, Any]]:
+        """Precompile the variants ``idx``; their load replies, in order."""
+        problem = self.problem
+        variants = [{"name": os.path.basename(self.paths[i]), "source": read_source(self.paths[i])} for i in idx]
+        reply = self.rc.request("precompile", dict(self.build, **{
+            "variants": variants, "args": self._args(), "entry": str(self.opts.get("entry") or ""),
+            "threads": int(self.opts.get("threads") or DEFAULT_THREADS), "tf32": problem.tf32,
+            "dtype": dtype_name(problem.dtype) if problem.dtype is not None else ""}),
+            what="loading the variants")
+        self.load_s += float(reply.get("load_s") or 0.0)
+        self.compile_s += float(reply.get("compile_s") or 0.0)
+        self.compiled += int(reply.get("compiled") or 0)
+        out = list(reply.get("variants") or [])
+        return out + [{"error": {"kind": F.CRASH, "message": "no load reply"}}] * (len(idx) - len(out))
+
+    def _args(self) -> List[Any]:
+        # Fresh copies of the first draw's inputs for every use: a variant
+        # that writes its inputs does not change what the next one reads.
+        return self.rc.args(("screen", self.shape.label), list(self.draw.inputs))
+
+    def one(self, k: int) -> Dict[str, Any]:
+        """Screen the k-th variant of the last load."""
+        rc, problem, label = self.rc, self.problem, self.shape.label
+        rc.request("select", dict(self.build, variant=k), what="building the variant")
+        specs = rc.out_specs(("screen", label), self.draw.ref)
+        rc.poison_outputs(specs)
+        reply = rc.request("call", {"label": label, "args": self._args(), "out": specs, "what": "the call"},
+                           what="the call")
+        out = rc.outputs(reply.get("out"), specs)
+        cmp = compare_outputs(out, self.draw.ref, problem_tolerance(problem))
+        if not cmp.ok:
+            return _failed(cmp.check, f"draw 1: {cmp.reason}")
+        del out
+        args = self._args()
+        dev = problem.device
+        flush = 2 * dev.l2_bytes() if dev.is_gpu else 0
+        prep = rc.request("prepare", {"label": label, "sets": [args], "flush_bytes": flush, "estimate_calls": 3,
+                                      "warmup_ms": float(self.opts.get("warmup_ms") or DEFAULT_WARMUP_MS)},
+                          what="the warm-up")
+        spin = spin_for(dev, float(prep.get("host_ms") or 0.0))
+        times = []
+        for _ in range(max(1, int(self.opts.get("calls") or DEFAULT_CALLS))):
+            r = rc.request("timed", {"label": label, "args": args, "spin_ms": spin, "flush": bool(flush)},
+                           what="a timed call")
+            times.append(float(r.get("ms") or 0.0))
+        times.sort()
+        return {"passed": True, "median_ms": times[len(times) // 2], "times_ms": times, "calls": len(times),
+                "max_abs_err": cmp.max_abs_err, "rel_l2": cmp.rel_l2}
+
+
+def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str, Any]:
+    """Screen the variants at ``paths`` (see the module's doc); one result
+    per path, in order, and where the time went."""
+    t0 = time.perf_counter()
+    results: List[Optional[Dict[str, Any]]] = [None] * len(paths)
+    require = bool(opts.get("require_triton", True))
+    for i, path in enumerate(paths):
+        st = check_file(path, require, problem.path)
+        if not st.passed:
+            results[i] = _failed(F.STATIC, st.reason)
+    # Groups of variants, each screened in one runner. A group that fails to
+    # load (its runner died or was tampered with while importing or
+    # recording) is split in halves, so one bad variant costs a few runners,
+    # not one per variant; alone, it fails with the runner's failure.
+    groups = [[i for i, r in enumerate(results) if r is None]]
+    phases = {"load_s": 0.0, "compile_s": 0.0, "runners": 0}
+    compiled = 0
+    while groups:
+        idx = [i for i in groups.pop(0) if results[i] is None]
+        if not idx:
+            continue
+        batch: Optional[_Batch] = None
+        loaded: List[Dict[str, Any]] = []
+        try:
+            batch = _Batch(problem, paths, opts)
+            phases["runners"] += 1
+            loaded = batch.load(idx)
+        except CheckFailure as f:
+            if batch is not None:
+                batch.close()
+            if len(idx) == 1:
+                results[idx[0]] = _failed(f.name, f.reason)
+            else:
+                groups[:0] = [idx[:len(idx) // 2], idx[len(idx) // 2:]]
+            continue
+        try:
+            for k, i in enumerate(idx):
+                err = loaded[k].get("error")
+                if err:
+                    results[i] = _failed(str(err.get("kind") or F.EXCEPTION), str(err.get("message") or ""))
+                    continue
+                try:
+                    results[i] = batch.one(k)
+                except CheckFailure as f:
+                    results[i] = _failed(f.name, f.reason)
+                    if batch.rc.closed:
+                        # The runner is gone: the rest in a fresh one.
+                        groups.insert(0, idx[k + 1:])
+                        break
+        finally:
+            phases["load_s"] += batch.load_s
+            phases["compile_s"] += batch.compile_s
+            compiled += batch.compiled
+            batch.close()
+    return {
+        "results": results,
+        "compiled": compiled,
+        "phases": dict(phases, total_s=time.perf_counter() - t0),
+        "method": _method(problem, opts),
+    }
+
+
+def _method(problem: Problem, opts: Dict[str, Any]) -> str:
+    calls = int(opts.get("calls") or DEFAULT_CALLS)
+    if problem.device.is_gpu:
+        return (f"screen: draw 1 compared, median of {calls} calls, each behind an L2 flush and a spin "
+                f"(device events), all variants in one runner")
+    return f"screen: draw 1 compared, median of {calls} calls (CPU time), all variants in one runner"

@@ -1,0 +1,164 @@
+"""The screen op (screen.py): many knob variants of one kernel ranked in one
+runner, end to end through a real worker, with real Triton kernels: on the
+GPU where there is one (compiled ahead on several threads), else under the
+interpreter on the CPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import unittest
+
+import torch
+
+from tests.worker_client import WorkerClient
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+SEEDS = [1, 2, 31337]
+
+PROBLEM = '''import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+rows = 4
+cols = 96
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# A row softmax whose block must cover the whole row (no loop): a block below
+# the row's length is wrong, which screening must see.
+KERNEL = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    v = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=float("-inf"))
+    e = tl.exp(v - tl.max(v, axis=0))
+    tl.store(y_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+def kernel_function(x):
+    y = torch.empty_like(x)
+    _softmax[(x.shape[0],)](x, y, x.shape[1], BLOCK=128, num_warps=4)
+    return y
+'''
+
+
+def _triton() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@unittest.skipUnless(_triton(), "triton is not importable")
+class ScreenTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.dir = tempfile.mkdtemp(prefix="screen-test-")
+        problem = os.path.join(cls.dir, "problem.py")
+        with open(problem, "w", encoding="utf-8") as f:
+            f.write(PROBLEM)
+        cls.client = WorkerClient(device=DEVICE, env={"TRITON_INTERPRET": "1"} if DEVICE == "cpu" else {})
+        cls.client.start()
+        load = cls.client.request("load_problem", problem_path=problem, seeds=SEEDS, atol=1e-5, rtol=1e-4)
+        assert load["ok"], load
+        cls.pid = load["result"]["problem_id"]
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.client.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def _write(self, name: str, source: str) -> str:
+        path = os.path.join(self.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return path
+
+    def test_ranks_correct_variants_and_fails_the_rest(self) -> None:
+        paths = [
+            self._write("v0.py", KERNEL),
+            self._write("v1.py", KERNEL.replace("BLOCK=128", "BLOCK=256").replace("num_warps=4", "num_warps=8")),
+            # Too small a block: half of each row is never written.
+            self._write("v2.py", KERNEL.replace("BLOCK=128", "BLOCK=32")),
+            # Raises at its call.
+            self._write("v3.py", KERNEL.replace("y = torch.empty_like(x)", "y = torch.empty_like(x)\n    assert x.shape[0] < 0, 'no rows'")),
+            # Refused by the static check before anything runs.
+            self._write("v4.py", KERNEL.replace("return y", "return torch.softmax(x, dim=-1)")),
+            # Raises at its import.
+            self._write("v5.py", KERNEL.replace("def kernel_function(x):", "ROWS = 1 // 0\n\n\ndef kernel_function(x):")),
+            self._write("v6.py", KERNEL.replace("num_warps=4", "num_warps=2")),
+        ]
+        r = self.client.request("screen", timeout=600, problem_id=self.pid, candidate_paths=paths, calls=3,
+                                warmup_ms=1)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        self.assertEqual(len(res), len(paths))
+        for i in (0, 1, 6):
+            self.assertTrue(res[i]["passed"], (i, res[i]))
+            self.assertGreater(res[i]["median_ms"], 0)
+            self.assertEqual(res[i]["calls"], 3)
+            self.assertEqual(len(res[i]["times_ms"]), 3)
+        self.assertFalse(res[2]["passed"])
+        self.assertIn(res[2]["failure"], ("correctness", "unwritten_output"), res[2])
+        self.assertIn("draw 1", res[2]["reason"])
+        self.assertFalse(res[3]["passed"])
+        self.assertIn("no rows", res[3]["reason"])
+        self.assertEqual(res[4]["failure"], "static", res[4])
+        self.assertFalse(res[5]["passed"])
+        self.assertEqual(res[5]["failure"], "import", res[5])
+        self.assertIn("screen:", r["result"]["method"])
+        # One runner screened the whole batch; on a GPU, the kernels of the
+        # four variants that import were compiled ahead.
+        self.assertEqual(r["result"]["phases"]["runners"], 1, r["result"])
+        if DEVICE == "cuda":
+            self.assertGreaterEqual(r["result"]["compiled"], 4, r["result"])
+        # The worker goes on: a verification after the screen passes.
+        v = self.client.request("verify", timeout=600, problem_id=self.pid, candidate_path=paths[0])
+        self.assertTrue(v["ok"] and v["result"]["passed"], v)
+
+    def test_a_variant_that_kills_its_runner_fails_alone(self) -> None:
+        # The runner dies in the middle of the batch (an abort in the call):
+        # the variant it ran fails as a crash, the others are screened in a
+        # fresh runner.
+        crash = KERNEL.replace("y = torch.empty_like(x)", "y = torch.empty_like(x)\n    faulthandler._sigsegv()").replace("import torch\n", "import faulthandler\nimport torch\n", 1)
+        paths = [self._write("c0.py", KERNEL), self._write("c1.py", crash), self._write("c2.py", KERNEL.replace("num_warps=4", "num_warps=1"))]
+        r = self.client.request("screen", timeout=600, problem_id=self.pid, candidate_paths=paths, calls=2, warmup_ms=1)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        self.assertTrue(res[0]["passed"], res[0])
+        self.assertFalse(res[1]["passed"], res[1])
+        self.assertEqual(res[1]["failure"], "crash", res[1])
+        self.assertTrue(res[2]["passed"], res[2])
+        # The batch died loading; its halves were screened apart: c0 with c1
+        # (died again), c0 alone, c1 alone (failed), c2.
+        self.assertLessEqual(r["result"]["phases"]["runners"], 5, r["result"])
+
+    def test_bad_request(self) -> None:
+        r = self.client.request("screen", problem_id=self.pid, candidate_paths=["/no/such/file.py"])
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["error"]["kind"], "bad_request")
+
+
+if __name__ == "__main__":
+    unittest.main()
