@@ -1,6 +1,9 @@
 package platform
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // The optional capabilities of a Session, every one in this file. A caller
 // finds them by type assertion and does without where a session lacks one;
@@ -91,4 +94,51 @@ type Fingerprint struct {
 	Target string `json:"target,omitempty"`
 	// Reason says why there is no hash, or why ast was used.
 	Reason string `json:"reason,omitempty"`
+}
+
+// Screener ranks many variants of one kernel briefly, in one call: each is
+// statically checked, called once on the first stored draw and compared
+// with its reference, then timed with a few calls; the variants share one
+// sandboxed process and their Triton compiles run at once (the harness's
+// screen.py). A screening is a ranking, never a candidate's verdict or time:
+// what a tuner picks from it is verified and timed in full before it can be
+// promoted.
+type Screener interface {
+	Screen(ctx context.Context, cs []Candidate, o ScreenOptions) (ScreenReport, error)
+}
+
+// ScreenOptions sets a screening's budget (zero values: the harness's
+// defaults, 20 timed calls after a 5 ms warm-up, 8 compile threads).
+type ScreenOptions struct {
+	Calls    int
+	WarmupMS float64
+	Threads  int
+}
+
+// Screening is one variant's screen.
+type Screening struct {
+	ID      string `json:"id"`
+	Passed  bool   `json:"passed"`
+	Failure string `json:"failure,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// MedianMS is the median of the timed calls (Passed only).
+	MedianMS float64   `json:"median_ms,omitempty"`
+	TimesMS  []float64 `json:"times_ms,omitempty"`
+}
+
+// ScreenReport is a screening of several variants: one Screening per
+// candidate, in order.
+type ScreenReport struct {
+	Results []Screening `json:"results"`
+	// Method says how the variants were screened.
+	Method string `json:"method"`
+	// Compiled counts the kernel launches compiled ahead, on several threads.
+	Compiled int `json:"compiled"`
+	// Calls counts the worker calls the screening took (more than one when a
+	// batch that hung or crashed the worker was split).
+	Calls    int           `json:"calls"`
+	Duration time.Duration `json:"duration_ns"`
+	// Phases are the harness's seconds for loading, compiling and the whole
+	// screen, summed over calls.
+	Phases map[string]float64 `json:"phases,omitempty"`
 }
