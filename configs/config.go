@@ -106,6 +106,9 @@ type StrategyConfig struct {
 	// Eta is the halving strategy's reduction factor: each rung keeps the
 	// fastest 1/eta of what it timed (0 = 3).
 	Eta int `yaml:"eta"`
+	// Finalists is how many screened variants the autotune strategy
+	// verifies and times in full after a walk (0 = 3).
+	Finalists int `yaml:"finalists"`
 }
 
 // SearchSettings are the strategy's settings (strategy_config and
@@ -113,7 +116,8 @@ type StrategyConfig struct {
 func (c Config) SearchSettings() search.Settings {
 	sc := c.StrategyConfig
 	return search.Settings{NumTopKernels: sc.NumTopKernels, NumBottlenecks: sc.NumBottlenecks,
-		MaxVariants: sc.MaxVariants, NumInspirations: sc.NumInspirations, DivergencePct: c.DivergenceThreshold, Eta: sc.Eta}
+		MaxVariants: sc.MaxVariants, NumInspirations: sc.NumInspirations, DivergencePct: c.DivergenceThreshold, Eta: sc.Eta,
+		Finalists: sc.Finalists}
 }
 
 // RooflineConfig tunes the roofline analysis and the roofline stop rule.

@@ -23,6 +23,9 @@ type Settings struct {
 	DivergencePct float64
 	// Eta is halving's reduction factor: each rung keeps the fastest 1/Eta.
 	Eta int
+	// Finalists is how many screened variants autotune verifies and times
+	// in full after a walk.
+	Finalists int
 }
 
 // Spec describes a registered strategy.

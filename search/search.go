@@ -39,6 +39,9 @@ type State struct {
 	// than the best (by less than the promotion threshold) continues from
 	// that variant, so gains below the threshold add up across rounds.
 	Walk string `json:"walk,omitempty"`
+	// Autotune is the autotune strategy's last walk and every screen of the
+	// run.
+	Autotune *AutotuneLog `json:"autotune,omitempty"`
 }
 
 // Slot is one unit of a round: it becomes a candidate and its refinements.
