@@ -57,6 +57,26 @@ func (a *artifacts) write(rel string, data []byte) error {
 	return nil
 }
 
+// appendTo appends data (whole lines) to a file, creating it and its folder.
+func (a *artifacts) appendTo(rel string, data []byte) error {
+	p := a.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("append %s: %w", rel, err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", rel, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("append %s: %w", rel, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("append %s: %w", rel, err)
+	}
+	return nil
+}
+
 // writeAtomic writes a file whole or not at all (a temporary file renamed
 // into place), for files a resumed run trusts.
 func (a *artifacts) writeAtomic(rel string, data []byte) error {

@@ -65,8 +65,15 @@ type Event struct {
 	RunDir    string `json:"run_dir,omitempty"`
 	Resumed   bool   `json:"resumed,omitempty"`
 
-	// round_started: how many candidates the round proposes
+	// round_started: how many candidates the round proposes; screened: how
+	// many variants passed the screen
 	Slots int `json:"slots,omitempty"`
+	// screened: the variants screened in one batch, its seconds and the
+	// kernel launches compiled ahead (MedianMS is the fastest screen, Reason
+	// how they were screened)
+	Screened int     `json:"screened,omitempty"`
+	ScreenS  float64 `json:"screen_s,omitempty"`
+	Compiled int     `json:"compiled,omitempty"`
 	// round_finished
 	Promotions int `json:"promotions,omitempty"`
 
@@ -139,6 +146,13 @@ func ProgressLine(ev Event) string {
 			ev.RunID, verb, ev.KernelDir, ev.Strategy, ev.Platform, paren(ev.Device), ev.RunDir)
 	case EventRoundStarted:
 		return fmt.Sprintf("%s%d candidate%s", round(), ev.Slots, plural(ev.Slots))
+	case EventScreened:
+		fastest := ""
+		if ev.MedianMS > 0 {
+			fastest = fmt.Sprintf(", fastest %.4g ms", ev.MedianMS)
+		}
+		return fmt.Sprintf("%sscreened %d variant%s in %.1f s: %d passed%s", round(), ev.Screened, plural(ev.Screened),
+			ev.ScreenS, ev.Slots, fastest)
 	case EventCandidateVerified:
 		what := ev.Candidate
 		if ev.Direction != "" {

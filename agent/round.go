@@ -37,6 +37,9 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 	}
 	h := search.NewHistory(all, r)
 	strat := l.current()
+	if l.scr != nil {
+		l.scr.round = r
+	}
 	slots, err := strat.Slots(ctx, &l.state, h)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -51,6 +51,7 @@ type loop struct {
 	exhausted      string // a strategy with nothing left to propose
 	searchStop     string // why the search phase ended (before a polish)
 	events         io.Closer
+	scr            *screener // the strategy's screens (nil: none)
 }
 
 // Run optimizes the kernel of in.Task: round 0, then search rounds until a
@@ -154,15 +155,16 @@ func newLoop(ctx context.Context, in RunInput) (*loop, error) {
 	if search.NeedsLLM(cfg.Strategy) && in.LLM == nil {
 		return nil, fmt.Errorf("%w: strategy %s needs an llm client", ErrNoProposer, cfg.Strategy)
 	}
-	strat, err := search.New(cfg.Strategy, cfg.SearchSettings(), in.Tuner)
+	pl := &pipeline{in: in, cfg: cfg, st: in.Store, log: in.Logger}
+	l := &loop{pipeline: pl, prop: &proposer{pipeline: pl}}
+	strat, err := search.New(cfg.Strategy, cfg.SearchSettings(), withScreener(l, in.Tuner, in.Session))
 	switch {
 	case errors.Is(err, search.ErrNoTuner):
 		return nil, fmt.Errorf("%w: %v", ErrNoProposer, err)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
-	pl := &pipeline{in: in, cfg: cfg, st: in.Store, log: in.Logger}
-	l := &loop{pipeline: pl, prop: &proposer{pipeline: pl}, strat: strat}
+	l.strat = strat
 	if cfg.StrategyConfig.PolishRounds > 0 && in.Tuner != nil && search.NeedsLLM(cfg.Strategy) {
 		if l.polish, err = search.NewTune(cfg.SearchSettings(), in.Tuner); err != nil {
 			return nil, err

@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/search"
+)
+
+// EventScreened: a strategy screened a batch of knob variants (autotune).
+const EventScreened = "screened"
+
+// screensFile holds, in the run dir, every screen of the run, one JSON line
+// per variant: a resumed run reads its screens back instead of screening
+// again, so its strategy picks what the interrupted run would have.
+const screensFile = "screen/screens.jsonl"
+
+// screenLine is one line of screensFile.
+type screenLine struct {
+	Hash     string  `json:"source_sha256"`
+	Label    string  `json:"label"`
+	Passed   bool    `json:"passed"`
+	Failure  string  `json:"failure,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	MedianMS float64 `json:"median_ms,omitempty"`
+}
+
+// screener is the loop's tuner on a platform that screens: the knob space
+// of package tune, and screens run on the session (platform.Screener), each
+// variant's source written under the run dir's screen/ first.
+type screener struct {
+	search.Spacer
+	l     *loop
+	sc    platform.Screener
+	round int
+
+	mu   sync.Mutex
+	done map[string]screenLine // by source hash, read from screensFile once
+}
+
+// withScreener gives the strategy a tuner that also screens, where the
+// tuner enumerates spaces and the session screens; else the tuner as it is.
+func withScreener(l *loop, t search.Tuner, sess platform.Session) search.Tuner {
+	sp, ok := t.(search.Spacer)
+	sc, ok2 := sess.(platform.Screener)
+	if !ok || !ok2 {
+		return t
+	}
+	s := &screener{Spacer: sp, l: l, sc: sc}
+	l.scr = s
+	return s
+}
+
+// Screen screens the variants not screened in this run before; the others
+// are read back.
+func (s *screener) Screen(ctx context.Context, vs []search.Variant) ([]search.Screen, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	out := make([]search.Screen, len(vs))
+	var todo []int
+	var cs []platform.Candidate
+	for i, v := range vs {
+		h := store.SourceHash(v.Source)
+		if d, ok := s.done[h]; ok {
+			out[i] = search.Screen{Passed: d.Passed, MedianMS: d.MedianMS, Failure: d.Failure}
+			continue
+		}
+		rel := fmt.Sprintf("screen/%s.py", h[:16])
+		if err := s.l.art.write(rel, []byte(v.Source)); err != nil {
+			return nil, &fatalError{err}
+		}
+		todo = append(todo, i)
+		cs = append(cs, platform.Candidate{ID: "screen-" + h[:12], Path: s.l.art.path(rel), Source: v.Source})
+	}
+	if len(cs) == 0 {
+		return out, nil
+	}
+	rep, err := s.sc.Screen(ctx, cs, platform.ScreenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var lines bytes.Buffer
+	passed, fastest := 0, 0.0
+	for k, i := range todo {
+		r := rep.Results[k]
+		d := screenLine{Hash: store.SourceHash(vs[i].Source), Label: vs[i].Label, Passed: r.Passed,
+			Failure: r.Failure, Reason: oneLine(r.Reason), MedianMS: r.MedianMS}
+		s.done[d.Hash] = d
+		b, _ := json.Marshal(d)
+		lines.Write(append(b, '\n'))
+		out[i] = search.Screen{Passed: r.Passed, MedianMS: r.MedianMS, Failure: r.Failure}
+		if r.Passed {
+			passed++
+			if fastest == 0 || r.MedianMS < fastest {
+				fastest = r.MedianMS
+			}
+		}
+	}
+	if err := s.l.art.appendTo(screensFile, lines.Bytes()); err != nil {
+		return nil, &fatalError{err}
+	}
+	s.l.ev.emit(Event{Event: EventScreened, Round: ptr(s.round), Screened: len(cs), Slots: passed,
+		MedianMS: fastest, ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method})
+	return out, nil
+}
+
+// load reads screensFile once.
+func (s *screener) load() error {
+	if s.done != nil {
+		return nil
+	}
+	s.done = map[string]screenLine{}
+	f, err := os.Open(s.l.art.path(screensFile))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return &fatalError{fmt.Errorf("read screens: %w", err)}
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	for sc.Scan() {
+		var d screenLine
+		if json.Unmarshal(sc.Bytes(), &d) == nil && d.Hash != "" {
+			s.done[d.Hash] = d
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ search.Spacer   = (*screener)(nil)
+	_ search.Screener = (*screener)(nil)
+)
