@@ -8,10 +8,16 @@
 #   halving:    successive halving (eta ETA, default 3) over the same spaces;
 #   tune:       the local knob search (the MAX_TUNE most promising one- and
 #               two-knob moves of the best a round, default 8), stopping
-#               after two rounds without a promotion as its preset does.
+#               after two rounds without a promotion as its preset does;
+#   autotune:   the same spaces screened many variants per worker call, a
+#               walk to the fastest screened variant, FINALISTS (default 3)
+#               verified and timed in full, as its preset does.
 # and prints, for each: the best speedup over the mistuned input, the
 # fraction of the exhaustive speedup it reached ((s-1)/(s_exh-1)), its wall
-# time, the fraction of the exhaustive time, and the variants it evaluated.
+# time, its search time (from the end of round 0 to the end of its last
+# round: the baselines, the input's own evaluation and the final acceptance
+# gate, the same for every mode, are outside it), the fractions of the
+# exhaustive times, the variants evaluated in full and the variants screened.
 # The size timed is bench/tune/<example>.size (KEY=VALUE,... of the problem's
 # size constants; SIZE overrides it; the cpu platform uses the cpu size).
 # Writes OUT/table.md, OUT/table.json and, per run, OUT/<example>-<mode>/
@@ -22,7 +28,7 @@
 # best of the rounds it finished, from the run's events, so one slow search
 # does not cost the table.
 # Usage: [KAGENT=bin/kagent] [PLATFORM=cuda] [MAX_VARIANTS=256] [ETA=3]
-#        [MAX_TUNE=8] [ROUNDS=12] [MODES="exhaustive halving tune"] [RUN_LIMIT=0]
+#        [MAX_TUNE=8] [FINALISTS=3] [ROUNDS=12] [MODES="exhaustive halving tune autotune"] [RUN_LIMIT=0]
 #        [EXAMPLES="rmsnorm softmax"] [OUT=/tmp/tune-bench] scripts/tune-bench.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +38,8 @@ MAX_VARIANTS=${MAX_VARIANTS:-256}
 ETA=${ETA:-3}
 MAX_TUNE=${MAX_TUNE:-8}
 ROUNDS=${ROUNDS:-12}
-MODES=${MODES:-exhaustive halving tune}
+FINALISTS=${FINALISTS:-3}
+MODES=${MODES:-exhaustive halving tune autotune}
 RUN_LIMIT=${RUN_LIMIT:-0}
 OUT=${OUT:-/tmp/tune-bench}
 PY=${PY:-python3}
@@ -46,7 +53,8 @@ config() {
   exhaustive) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: 1000\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" ;;
   halving) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: %s\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" "$ETA" ;;
   tune) printf 'strategy: tune\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  max_no_improvement: 2\n' "$ROUNDS" "$MAX_TUNE" ;;
-  *) echo "tune-bench: unknown mode $1 (exhaustive halving tune)" >&2; return 2 ;;
+  autotune) printf 'strategy: autotune\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  finalists: %s\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" "$FINALISTS" ;;
+  *) echo "tune-bench: unknown mode $1 (exhaustive halving tune autotune)" >&2; return 2 ;;
   esac
 }
 
@@ -72,8 +80,21 @@ one() {
 json.dump(problem_phases(sys.argv[2]), sys.stdout, indent=1)' "$root/scripts" "$run" > "$keep/phases.json"
   "$PY" - "$keep" "$ex" "$mode" "$secs" "$rc" "${size:-default}" <<'PY'
 import json, sys
+from datetime import datetime
 keep, ex, mode, secs, rc, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 row = {"example": ex, "mode": mode, "size": size, "seconds": secs, "exit": rc, "cut": rc == 124, "speedup": None, "variants": 0}
+try:
+    evs = [json.loads(l) for l in open(keep + "/events.jsonl") if l.strip()]
+except (OSError, ValueError):
+    evs = []
+# The search: from the end of round 0 to the end of the last round (or the
+# last event of a cut run).
+when = lambda e: datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp()
+r0 = [e for e in evs if e.get("event") == "round_finished" and e.get("round") == 0]
+late = [e for e in evs if e.get("round", 0) > 0]
+ends = [e for e in late if e.get("event") == "round_finished"] or late
+row["search_seconds"] = round(when(ends[-1]) - when(r0[0]), 1) if r0 and ends else 0.0
+row["screened"] = sum(e.get("screened", 0) for e in evs if e.get("event") == "screened")
 try:
     r = json.load(open(keep + "/report.json"))
     row["speedup"] = (r.get("best") or {}).get("speedup_vs_input")
@@ -82,10 +103,6 @@ try:
     row["input_ms"] = next((c["timing"]["median_ms"] for c in r["candidates"] if c["id"] == "input" and c.get("timing")), None)
 except (OSError, ValueError, KeyError, StopIteration):
     # No report (a run cut at RUN_LIMIT): the best so far from its events.
-    try:
-        evs = [json.loads(l) for l in open(keep + "/events.jsonl") if l.strip()]
-    except (OSError, ValueError):
-        evs = []
     done = [e for e in evs if e.get("event") == "round_finished"]
     if done:
         row["speedup"], row["best_ms"] = done[-1].get("speedup_vs_input"), done[-1].get("best_ms")
@@ -115,15 +132,17 @@ for r in rows:
     s, es = r.get("speedup"), (e or {}).get("speedup")
     r["fraction"] = (s - 1) / (es - 1) if s and es and es > 1 else None
     r["time_fraction"] = r["seconds"] / e["seconds"] if e and e["seconds"] else None
+    r["search_fraction"] = r["search_seconds"] / e["search_seconds"] if e and e.get("search_seconds") else None
     table.append(r)
 json.dump(table, open(out + "/table.json", "w"), indent=1)
 f = lambda v, p="%.3f": "n/a" if v is None else p % v
-lines = ["| example | size | mode | best speedup vs input | fraction of exhaustive gain | wall s | fraction of exhaustive time | variants | exit |",
-         "|---|---|---|--:|--:|--:|--:|--:|---|"]
+lines = ["| example | size | mode | best speedup vs input | fraction of exhaustive gain | wall s | fraction of exhaustive wall | search s | fraction of exhaustive search | variants in full | screened | exit |",
+         "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
 for r in table:
     ex = "cut at RUN_LIMIT" if r.get("cut") else str(r["exit"])
-    lines.append("| %s | %s | %s | %s | %s | %d | %s | %d | %s |" % (r["example"], r["size"], r["mode"], f(r.get("speedup")),
-                 f(r.get("fraction"), "%.2f"), r["seconds"], f(r.get("time_fraction"), "%.2f"), r["variants"], ex))
+    lines.append("| %s | %s | %s | %s | %s | %d | %s | %.1f | %s | %d | %d | %s |" % (r["example"], r["size"], r["mode"], f(r.get("speedup")),
+                 f(r.get("fraction"), "%.2f"), r["seconds"], f(r.get("time_fraction"), "%.2f"), r.get("search_seconds") or 0,
+                 f(r.get("search_fraction"), "%.2f"), r["variants"], r.get("screened") or 0, ex))
 open(out + "/table.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
