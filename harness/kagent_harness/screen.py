@@ -12,8 +12,9 @@ The ``screen`` op ranks a batch instead:
    running its kernels and compiles every recorded launch at once on several
    threads (runner.py ``precompile``);
 3. per variant (runner.py ``select``): one call on the first stored draw,
-   its outputs compared by the judge with that draw's reference at the
-   problem's tolerance, then ``calls`` timed calls, each behind an L2 flush
+   with fresh allocations and free device memory NaN-poisoned as in
+   verification, its outputs compared by the judge with that draw's
+   reference at the problem's tolerance (unwritten elements fail), then ``calls`` timed calls, each behind an L2 flush
    and a spin as a full timing's (the median is the screening time).
 
 A screening time is a ranking, never a candidate's time: the variants share
@@ -33,6 +34,7 @@ from typing import Any, Dict, List, Optional
 
 from . import failures as F
 from .candidate import read_source
+from .device import tensors_in
 from .failures import CheckFailure
 from .loading import Problem
 from .numerics import compare_outputs
@@ -100,8 +102,13 @@ class _Batch:
         rc.request("select", dict(self.build, variant=k), what="building the variant")
         specs = rc.out_specs(("screen", label), self.draw.ref)
         rc.poison_outputs(specs)
-        reply = rc.request("call", {"label": label, "args": self._args(), "out": specs, "what": "the call"},
-                           what="the call")
+        # As in verification: fresh allocations and the allocator's free
+        # blocks are NaN-poisoned during the call, so an output left partly
+        # unwritten cannot pass on what an earlier variant left in the same
+        # memory.
+        like = [t.numel() * t.element_size() for t in tensors_in(self.draw.ref)]
+        reply = rc.request("call", {"label": label, "args": self._args(), "out": specs, "what": "the call",
+                                    "poison": True, "like": like}, what="the call")
         out = rc.outputs(reply.get("out"), specs)
         cmp = compare_outputs(out, self.draw.ref, problem_tolerance(problem))
         if not cmp.ok:

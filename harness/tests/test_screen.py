@@ -101,6 +101,9 @@ class ScreenTest(unittest.TestCase):
             self._write("v1.py", KERNEL.replace("BLOCK=128", "BLOCK=256").replace("num_warps=4", "num_warps=8")),
             # Too small a block: half of each row is never written.
             self._write("v2.py", KERNEL.replace("BLOCK=128", "BLOCK=32")),
+            # Writes only the first row: after v0 and v1 (correct), the
+            # memory it is handed may still hold their results.
+            self._write("v7.py", KERNEL.replace("_softmax[(x.shape[0],)]", "_softmax[(1,)]")),
             # Raises at its call.
             self._write("v3.py", KERNEL.replace("y = torch.empty_like(x)", "y = torch.empty_like(x)\n    assert x.shape[0] < 0, 'no rows'")),
             # Refused by the static check before anything runs.
@@ -114,6 +117,9 @@ class ScreenTest(unittest.TestCase):
         self.assertTrue(r["ok"], r)
         res = r["result"]["results"]
         self.assertEqual(len(res), len(paths))
+        self.assertFalse(res[3]["passed"], res[3])
+        self.assertIn(res[3]["failure"], ("correctness", "unwritten_output"), res[3])
+        res = res[:3] + res[4:]
         for i in (0, 1, 6):
             self.assertTrue(res[i]["passed"], (i, res[i]))
             self.assertGreater(res[i]["median_ms"], 0)
