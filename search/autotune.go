@@ -66,6 +66,13 @@ type AutotuneLog struct {
 	// Finalists are the variants the walk handed to full verification and
 	// timing, fastest screen first.
 	Finalists []string `json:"finalists,omitempty"`
+	// Next are the screened variants ranked after the finalists that also
+	// beat the root's screen (at most twice as many), fastest first: a
+	// round whose finalists all fail verification takes the next ones.
+	Next []Variant `json:"next,omitempty"`
+	// Retry is set when the last round's finalists all failed verification
+	// and Next holds more.
+	Retry bool `json:"retry,omitempty"`
 	// Screened maps the source hash of every variant screened in the run to
 	// its screen time (-1: it failed the screen).
 	Screened map[string]float64 `json:"screened,omitempty"`
@@ -117,7 +124,21 @@ type point struct {
 // own screen, each a slot verified and timed in full.
 func (a autotune) Slots(ctx context.Context, s *State, h History) ([]Slot, error) {
 	if s.Autotune != nil && s.Autotune.Root == s.BestID {
-		return nil, nil // the best's space has been walked
+		// The best's space has been walked: only the next-ranked variants
+		// after finalists that all failed verification.
+		log := s.Autotune
+		if !log.Retry || len(log.Next) == 0 {
+			return nil, nil
+		}
+		n := min(a.finalists, len(log.Next))
+		out := make([]Slot, n)
+		log.Finalists = nil
+		for i, v := range log.Next[:n] {
+			out[i] = Slot{Index: i + 1, Parents: []string{s.BestID}, Variant: &v}
+			log.Finalists = append(log.Finalists, v.Label)
+		}
+		log.Next, log.Retry = log.Next[n:], false
+		return out, nil
 	}
 	best, ok := h.ByID[s.BestID]
 	if !ok {
@@ -203,13 +224,14 @@ func (a autotune) Slots(ctx context.Context, s *State, h History) ([]Slot, error
 	log.RootMS = max(rootMS, 0)
 	var out []Slot
 	for _, p := range pool {
-		if len(out) == a.finalists {
-			break
-		}
-		if rootMS > 0 && p.ms >= rootMS {
+		if rootMS > 0 && p.ms >= rootMS || len(log.Next) == 2*a.finalists {
 			break
 		}
 		v := Variant{Label: p.label, Source: p.source}
+		if len(out) == a.finalists {
+			log.Next = append(log.Next, v)
+			continue
+		}
 		out = append(out, Slot{Index: len(out) + 1, Parents: []string{best.ID}, Variant: &v})
 		log.Finalists = append(log.Finalists, p.label)
 	}
@@ -217,8 +239,19 @@ func (a autotune) Slots(ctx context.Context, s *State, h History) ([]Slot, error
 	return out, nil
 }
 
-// Update counts the plateau.
-func (autotune) Update(s *State, out Outcome, _ History) { Plateau(s, out) }
+// Update counts the plateau, except for a round whose finalists all failed
+// verification while more screened variants wait: the next round takes
+// those.
+func (autotune) Update(s *State, out Outcome, _ History) {
+	if log := s.Autotune; log != nil && !out.Promoted && len(out.Measured) == 0 && len(log.Next) > 0 {
+		log.Retry = true
+		return
+	}
+	if s.Autotune != nil {
+		s.Autotune.Retry = false
+	}
+	Plateau(s, out)
+}
 
 // MergeLabels is the label of variant b of a kernel that is itself variant
 // a: the knob values of a, overridden by b's ("BLOCK=1024 num_warps=4" and

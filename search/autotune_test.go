@@ -187,6 +187,7 @@ func TestAutotuneSlots(t *testing.T) {
 		t.Errorf("log %+v", s.Autotune)
 	}
 	n := sc.n
+	walked := *s.Autotune
 	// The same best again: no walk.
 	if again, _ := st.Slots(context.Background(), &s, h); len(again) != 0 || sc.n != n {
 		t.Errorf("a second walk from the same best: %d slots, %d screens", len(again), sc.n-n)
@@ -197,6 +198,24 @@ func TestAutotuneSlots(t *testing.T) {
 	h2 := NewHistory([]store.Candidate{in, best}, 2)
 	if next, err := st.Slots(context.Background(), &s, h2); err != nil || len(next) != 0 || sc.n != n {
 		t.Errorf("walk from the new best: %d slots (%v), %d new screens; want none", len(next), err, sc.n-n)
+	}
+	// Finalists that all fail verification: the next-ranked take their place
+	// (64, beating the root's 8), without counting toward the plateau.
+	s = State{BestID: "input", Autotune: &walked}
+	if len(s.Autotune.Next) != 1 || s.Autotune.Next[0].Label != "BLOCK=64" {
+		t.Fatalf("next %+v, want [BLOCK=64]", s.Autotune.Next)
+	}
+	st.Update(&s, Outcome{}, h)
+	if !s.Autotune.Retry || s.NoImprovement != 0 {
+		t.Errorf("after rejected finalists: retry %v, no improvement %d", s.Autotune.Retry, s.NoImprovement)
+	}
+	retry, err2 := st.Slots(context.Background(), &s, h)
+	if err2 != nil || len(retry) != 1 || retry[0].Variant.Label != "BLOCK=64" || sc.n != n {
+		t.Errorf("retry slots %v (%v), %d new screens", retry, err2, sc.n-n)
+	}
+	st.Update(&s, Outcome{}, h)
+	if s.Autotune.Retry || s.NoImprovement != 1 {
+		t.Errorf("with nothing left: retry %v, no improvement %d", s.Autotune.Retry, s.NoImprovement)
 	}
 	if got := MergeLabels("BLOCK=1024 num_warps=4", "num_warps=8 num_stages=2"); got != "BLOCK=1024 num_warps=8 num_stages=2" {
 		t.Errorf("MergeLabels: %q", got)

@@ -1,5 +1,5 @@
 // Package search decides what each round of an optimization run evaluates:
-// the strategies (greedy, beam search, elites, tune, halving), the registry that names them
+// the strategies (greedy, beam search, elites, tune, autotune, halving), the registry that names them
 // and says which need a language model, and the state a run carries from
 // round to round.
 //
