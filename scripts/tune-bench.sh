@@ -92,7 +92,7 @@ except (OSError, ValueError):
 when = lambda e: datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp()
 r0 = [e for e in evs if e.get("event") == "round_finished" and e.get("round") == 0]
 late = [e for e in evs if e.get("round", 0) > 0]
-ends = [e for e in late if e.get("event") == "round_finished"] or late
+ends = late if row["cut"] else [e for e in late if e.get("event") == "round_finished"] or late
 row["search_seconds"] = round(when(ends[-1]) - when(r0[0]), 1) if r0 and ends else 0.0
 row["screened"] = sum(e.get("screened", 0) for e in evs if e.get("event") == "screened")
 try:
