@@ -23,8 +23,14 @@ const (
 	// MaxWalk bounds the screens of one walk.
 	MaxWalk = 8
 	// WalkGainPct: a screened variant moves the walk only when its screen
-	// time beats the current kernel's by more than this.
+	// time beats the current kernel's by more than this. It is also the
+	// screen's resolution: two screens within it are a tie.
 	WalkGainPct = 1.0
+	// FinalistMarginPct: a finalist after the first must screen within this
+	// of the fastest. On the H200 a screen and the full timing of the same
+	// kernel agreed within 0.6% (docs/results/2026-12-03-autotune), so a
+	// variant screened 3% slower is all but certain to time slower in full.
+	FinalistMarginPct = 3.0
 )
 
 func init() {
@@ -66,9 +72,10 @@ type AutotuneLog struct {
 	// Finalists are the variants the walk handed to full verification and
 	// timing, fastest screen first.
 	Finalists []string `json:"finalists,omitempty"`
-	// Next are the screened variants ranked after the finalists that also
-	// beat the root's screen (at most twice as many), fastest first: a
-	// round whose finalists all fail verification takes the next ones.
+	// Next are the screened variants ranked after or tied with the
+	// finalists that also beat the root's screen (at most twice `finalists`),
+	// fastest first: a round whose finalists all fail verification takes the
+	// next ones.
 	Next []Variant `json:"next,omitempty"`
 	// Retry is set when the last round's finalists all failed verification
 	// and Next holds more.
@@ -120,8 +127,9 @@ type point struct {
 }
 
 // Slots walks from the best kernel (unless the last walk started there) and
-// returns its finalists: the fastest screened variants faster than the best's
-// own screen, each a slot verified and timed in full.
+// returns its finalists: up to `finalists` of the fastest screened variants
+// faster than the best's own screen, each a slot verified and timed in full
+// (see finalist for which join).
 func (a autotune) Slots(ctx context.Context, s *State, h History) ([]Slot, error) {
 	if s.Autotune != nil && s.Autotune.Root == s.BestID {
 		// The best's space has been walked: only the next-ranked variants
@@ -223,20 +231,43 @@ func (a autotune) Slots(ctx context.Context, s *State, h History) ([]Slot, error
 	}
 	log.RootMS = max(rootMS, 0)
 	var out []Slot
+	var picked []float64
 	for _, p := range pool {
 		if rootMS > 0 && p.ms >= rootMS || len(log.Next) == 2*a.finalists {
 			break
 		}
 		v := Variant{Label: p.label, Source: p.source}
-		if len(out) == a.finalists {
+		if len(out) == a.finalists || !finalist(p.ms, picked) {
 			log.Next = append(log.Next, v)
 			continue
 		}
+		picked = append(picked, p.ms)
 		out = append(out, Slot{Index: len(out) + 1, Parents: []string{best.ID}, Variant: &v})
 		log.Finalists = append(log.Finalists, p.label)
 	}
 	s.Autotune = log
 	return out, nil
+}
+
+// finalist reports whether a variant screened at ms joins the finalists
+// picked so far (their screen times, fastest first): the first always; a
+// later one only within FinalistMarginPct of the fastest and not tied
+// (within WalkGainPct) with any picked. A tied or slower variant could add
+// at most the screen's resolution, not what a full evaluation costs; it
+// waits in Next in case every finalist fails verification.
+func finalist(ms float64, picked []float64) bool {
+	if len(picked) == 0 {
+		return true
+	}
+	if ms > picked[0]*(1+FinalistMarginPct/100) {
+		return false
+	}
+	for _, p := range picked {
+		if math.Abs(ms-p) <= p*WalkGainPct/100 {
+			return false
+		}
+	}
+	return true
 }
 
 // Update counts the plateau, except for a round whose finalists all failed
