@@ -47,9 +47,9 @@ func (e *Engine) screen(ctx context.Context, cs []platform.Candidate, o platform
 		return nil
 	}
 	var r screenResult
+	verify, bench := e.Limits()
+	limit := min(screenCap, verify+time.Duration(len(cs))*(bench/4))
 	err := e.with(ctx, func(l *Lease, pid string) error {
-		verify, bench := e.Limits()
-		limit := min(screenCap, verify+time.Duration(len(cs))*(bench/4))
 		req := screenRequest{ProblemID: pid, RequireTriton: e.opts.RequireTriton, Calls: o.Calls, WarmupMS: o.WarmupMS, Threads: o.Threads}
 		for _, c := range cs {
 			req.CandidatePaths = append(req.CandidatePaths, c.Path)
@@ -61,7 +61,6 @@ func (e *Engine) screen(ctx context.Context, cs []platform.Candidate, o platform
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		limit, _ := e.Limits()
 		v, ok := faultVerdict(err, "the screen", limit)
 		switch {
 		case !ok:

@@ -1,0 +1,57 @@
+package worker
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kagent-kernels/kagent/kerneldir"
+	"github.com/kagent-kernels/kagent/platform"
+)
+
+// TestScreenSplitsABatchThatHangs: a variant that never returns hangs the
+// whole screen call; the call is killed at its limit and split in halves on
+// fresh workers until the hanging variant is alone, which fails as a
+// timeout (after its call's limit: the verification limit and a quarter of
+// the timing limit per variant), while the others are screened.
+func TestScreenSplitsABatchThatHangs(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" || testing.Short() {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	dir, _ := filepath.Abs(filepath.Join("testdata", "problems", "add_relu"))
+	task := &kerneldir.Task{Dir: dir, ProblemPath: filepath.Join(dir, "problem.py")}
+	s, err := OpenSession(context.Background(), task, SessionConfig{Python: py, Device: "cpu", Isolate: true,
+		CacheDir: t.TempDir(), Env: []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
+		Engine: EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 6 * time.Second, BenchTimeout: 4 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	cs := []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("fault_infinite_loop"), cpuCandidate("wrong_values")}
+	rep, err := s.Screen(context.Background(), cs, platform.ScreenOptions{Calls: 3, WarmupMS: 1})
+	if err != nil {
+		t.Fatalf("screen: %v", err)
+	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results for 3 variants", len(rep.Results))
+	}
+	ok, hang, wrong := rep.Results[0], rep.Results[1], rep.Results[2]
+	if !ok.Passed || ok.MedianMS <= 0 || ok.ID != "add_relu_ok" {
+		t.Errorf("the correct variant: %+v", ok)
+	}
+	if hang.Passed || hang.Failure != "timeout" || !strings.Contains(hang.Reason, "within 7s") {
+		t.Errorf("the hanging variant: %+v, want a timeout", hang)
+	}
+	if wrong.Passed || wrong.Failure != "correctness" {
+		t.Errorf("the wrong variant: %+v, want correctness", wrong)
+	}
+	// The batch, its halves [ok] and [hang, wrong], then [hang] and [wrong].
+	if rep.Calls != 5 {
+		t.Errorf("%d worker calls, want 5 (the batch split twice)", rep.Calls)
+	}
+	t.Logf("%d calls in %s: %+v", rep.Calls, rep.Duration.Round(time.Millisecond), rep.Results)
+}
