@@ -160,6 +160,21 @@ class ScreenTest(unittest.TestCase):
         # (died again), c0 alone, c1 alone (failed), c2.
         self.assertLessEqual(r["result"]["phases"]["runners"], 5, r["result"])
 
+    def test_model_new_gets_the_reference_weights(self) -> None:
+        # A ModelNew with parameters: each variant is built with the
+        # reference's state_dict, so a correct one matches.
+        from tests.worker_client import TESTDATA_DIR
+
+        problem = os.path.join(TESTDATA_DIR, "problems", "linear", "problem.py")
+        load = self.client.request("load_problem", problem_path=problem, seeds=SEEDS)
+        self.assertTrue(load["ok"], load)
+        ok = os.path.join(TESTDATA_DIR, "candidates", "cpu", "linear_modelnew_ok.py")
+        r = self.client.request("screen", timeout=600, problem_id=load["result"]["problem_id"],
+                                candidate_paths=[ok, ok], calls=2, warmup_ms=1, require_triton=False)
+        self.assertTrue(r["ok"], r)
+        for res in r["result"]["results"]:
+            self.assertTrue(res["passed"], res)
+
     def test_bad_request(self) -> None:
         r = self.client.request("screen", problem_id=self.pid, candidate_paths=["/no/such/file.py"])
         self.assertFalse(r["ok"])
