@@ -175,6 +175,21 @@ class ScreenTest(unittest.TestCase):
         for res in r["result"]["results"]:
             self.assertTrue(res["passed"], res)
 
+    def test_in_place_kernel_returning_none(self) -> None:
+        # With allow_inplace, a kernel that writes its first input and
+        # returns None is compared through that input.
+        problem = self._write("inplace_problem.py", PROBLEM.replace("torch.softmax(x, dim=-1)", "torch.relu(x)"))
+        load = self.client.request("load_problem", problem_path=problem, seeds=SEEDS, allow_inplace=True)
+        self.assertTrue(load["ok"], load)
+        good = self._write("inplace_ok.py", "import torch\n\n\ndef kernel_function(x):\n    x.clamp_min_(0.0)\n")
+        bad = self._write("inplace_bad.py", "import torch\n\n\ndef kernel_function(x):\n    x.clamp_min_(1.0)\n")
+        r = self.client.request("screen", timeout=600, problem_id=load["result"]["problem_id"],
+                                candidate_paths=[good, bad], calls=2, warmup_ms=1, require_triton=False)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        self.assertTrue(res[0]["passed"], res[0])
+        self.assertFalse(res[1]["passed"], res[1])
+
     def test_bad_request(self) -> None:
         r = self.client.request("screen", problem_id=self.pid, candidate_paths=["/no/such/file.py"])
         self.assertFalse(r["ok"])
