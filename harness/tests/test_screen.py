@@ -175,6 +175,31 @@ class ScreenTest(unittest.TestCase):
         for res in r["result"]["results"]:
             self.assertTrue(res["passed"], res)
 
+    def test_a_variant_that_tampers_with_the_runner(self) -> None:
+        # Variants share a runner: ones that patch what the timing and the
+        # comparison rely on (through helpers meant to get past the static
+        # check) fail, and the honest variants around them are screened as
+        # usual, not through a patched runner.
+        from tests.worker_client import TESTDATA_DIR
+
+        cands = os.path.join(TESTDATA_DIR, "candidates", "cpu")
+        problem = os.path.join(TESTDATA_DIR, "problems", "add_relu", "problem.py")
+        load = self.client.request("load_problem", problem_path=problem, seeds=SEEDS)
+        self.assertTrue(load["ok"], load)
+        paths = [os.path.join(cands, n + ".py") for n in
+                 ("add_relu_ok", "monkeypatch_perf_counter_hidden", "tensor_patch_hidden", "add_relu_modelnew_ok")]
+        r = self.client.request("screen", timeout=600, problem_id=load["result"]["problem_id"],
+                                candidate_paths=paths, calls=2, warmup_ms=1, require_triton=False)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        for i in (1, 2):
+            self.assertFalse(res[i]["passed"], res[i])
+            self.assertIn(res[i]["failure"], ("tamper", "static"), res[i])
+        for i in (0, 3):
+            self.assertTrue(res[i]["passed"], res[i])
+            self.assertGreater(res[i]["median_ms"], 0)
+            self.assertEqual(res[i]["max_abs_err"], 0.0, res[i])
+
     def test_in_place_kernel_returning_none(self) -> None:
         # With allow_inplace, a kernel that writes its first input and
         # returns None is compared through that input.
