@@ -41,7 +41,7 @@ from .numerics import compare_outputs
 from .remote import RunnerClient
 from .shm import dtype_name
 from .static_check import check_file
-from .timing import spin_for
+from .timing import flush_bytes, spin_for
 from .verify import problem_tolerance
 
 # Timed calls per variant and warm-up when the request names none.
@@ -121,7 +121,7 @@ class _Batch:
         del out
         args = self._args()
         dev = problem.device
-        flush = 2 * dev.l2_bytes() if dev.is_gpu else 0
+        flush = flush_bytes(dev)
         prep = rc.request("prepare", {"label": label, "sets": [args], "flush_bytes": flush, "estimate_calls": 3,
                                       "warmup_ms": float(self.opts.get("warmup_ms") or DEFAULT_WARMUP_MS)},
                           what="the warm-up")

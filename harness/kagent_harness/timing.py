@@ -262,12 +262,19 @@ def _guarded(problem: Problem, sets: List[_InputSet], targets: Sequence[Target],
     return result
 
 
-def _flush_buffer(problem: Problem, params: BenchParams) -> Optional[torch.Tensor]:
-    dev = problem.device
+def flush_bytes(dev: Device, requested: int = 0) -> int:
+    """The L2 flush's size: ``requested``, else twice the device's L2
+    (DEFAULT_FLUSH_BYTES where it is unknown); 0 where there is no GPU."""
     if not dev.is_gpu:
+        return 0
+    return requested or (2 * dev.l2_bytes() or DEFAULT_FLUSH_BYTES)
+
+
+def _flush_buffer(problem: Problem, params: BenchParams) -> Optional[torch.Tensor]:
+    size = flush_bytes(problem.device, params.flush_bytes)
+    if not size:
         return None
-    size = params.flush_bytes or (2 * dev.l2_bytes() or DEFAULT_FLUSH_BYTES)
-    return torch.empty(max(1, size // 4), dtype=torch.int32, device=dev.torch_device)
+    return torch.empty(max(1, size // 4), dtype=torch.int32, device=problem.device.torch_device)
 
 
 class _Timer:
