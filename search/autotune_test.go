@@ -2,11 +2,8 @@ package search
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/kagent-kernels/kagent/agent/store"
@@ -14,12 +11,12 @@ import (
 	"github.com/kagent-kernels/kagent/search/tune"
 )
 
-// landscapeScreener screens from a table of times: a variant's screen time
-// is its measured time; a setting the table lacks fails the screen.
+// landscapeScreener screens from the measured times: a variant's screen
+// time is its measured time; a setting the table lacks fails the screen.
 type landscapeScreener struct {
 	KnobTuner
-	times   map[string]float64
-	setting func(string) string
+	t       *testing.T
+	land    softmaxLandscape
 	batches []int
 }
 
@@ -27,28 +24,13 @@ func (l *landscapeScreener) Screen(_ context.Context, vs []Variant) ([]Screen, e
 	l.batches = append(l.batches, len(vs))
 	out := make([]Screen, len(vs))
 	for i, v := range vs {
-		if ms, ok := l.times[l.setting(v.Source)]; ok {
+		if ms, ok := l.land[l.land.setting(l.t, v.Source)]; ok {
 			out[i] = Screen{Passed: true, MedianMS: ms}
 		} else {
 			out[i] = Screen{Failure: "correctness"}
 		}
 	}
 	return out, nil
-}
-
-func h200Softmax(t *testing.T) map[string]float64 {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "softmax-h200-times.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var land struct {
-		TimesMS map[string]float64 `json:"times_ms"`
-	}
-	if err := json.Unmarshal(raw, &land); err != nil {
-		t.Fatal(err)
-	}
-	return land.TimesMS
 }
 
 // TestAutotuneOnTheH200SoftmaxLandscape replays autotune over the times the
@@ -64,67 +46,20 @@ func TestAutotuneOnTheH200SoftmaxLandscape(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3 for the knob finder")
 	}
-	setting := func(src string) string {
-		m := softmaxLaunch.FindStringSubmatch(src)
-		if m == nil {
-			t.Fatalf("a variant lost the launch's knobs")
-		}
-		return m[1] + "," + m[2] + "," + m[3]
-	}
-	times := h200Softmax(t)
-	sc := &landscapeScreener{KnobTuner: KnobTuner{Finder: tune.Finder{Python: py, CacheDir: t.TempDir()}}, times: times, setting: setting}
+	land := h200Softmax(t)
+	sc := &landscapeScreener{KnobTuner: KnobTuner{Finder: tune.Finder{Python: py, CacheDir: t.TempDir()}}, t: t, land: land}
 	st, err := New(Autotune, Settings{MaxVariants: 256, Finalists: 3}, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := mistunedSoftmax(t)
-	timed := func(id, src string) store.Candidate {
-		return store.Candidate{ID: id, Source: src, SourceHash: store.SourceHash(src),
-			Status: store.StatusTimed, Timing: &platform.Timing{MedianMS: times[setting(src)]}}
-	}
-	input := timed("input", src)
-	all := []store.Candidate{input}
-	s := State{BestID: "input"}
-	full := 0
-	for round := 1; round <= 6 && s.NoImprovement < 1; round++ {
-		h := NewHistory(all, round)
-		slots, err := st.Slots(context.Background(), &s, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(slots) == 0 {
-			break
-		}
-		best := h.ByID[s.BestID].MedianMS()
-		var out Outcome
-		var fastest store.Candidate
-		for _, sl := range slots {
-			full++
-			c := timed(fmt.Sprintf("r%dc%d", round, sl.Index), sl.Variant.Source)
-			all = append(all, c)
-			out.Measured = append(out.Measured, c)
-			if c.MedianMS() < best*0.98 && (fastest.ID == "" || c.MedianMS() < fastest.MedianMS()) {
-				fastest = c
-			}
-		}
-		if fastest.ID != "" {
-			s.BestID, out.Promoted = fastest.ID, true
-		}
-		st.Update(&s, out, NewHistory(all, round+1))
-	}
-	var best store.Candidate
-	for _, c := range all {
-		if c.ID == s.BestID {
-			best = c
-		}
-	}
+	input, best, full, _, s := land.replay(t, st, 6, 1)
 	screened := 0
 	for _, n := range sc.batches {
 		screened += n
 	}
-	t.Logf("best %s (%s) %.4f ms, %.3fx the input; %d screened in %d batches %v, %d in full; walk %+v",
-		best.ID, setting(best.Source), best.MedianMS(), input.MedianMS()/best.MedianMS(), screened, len(sc.batches), sc.batches, full, s.Autotune.Steps)
-	if got := setting(best.Source); got[:8] != "8192,16," {
+	t.Logf("best %s (%s) %.4f ms, %.3fx the input; %d screened in %d batches %v, %d in full",
+		best.ID, land.setting(t, best.Source), best.MedianMS(), input.MedianMS()/best.MedianMS(), screened, len(sc.batches), sc.batches, full)
+	if got := land.setting(t, best.Source); got[:8] != "8192,16," {
 		t.Errorf("autotune ended at %s (%.4f ms), want the exhaustive best 8192,16 (0.1188 ms)", got, best.MedianMS())
 	}
 	if full > 6 {

@@ -39,6 +39,89 @@ func mistunedSoftmax(t *testing.T) string {
 	return strings.Replace(string(src), parts[1], parts[2], 1)
 }
 
+// softmaxLandscape is the H200's measured times of the mistuned softmax's
+// knob settings (search/testdata/softmax-h200-times.json), by setting.
+type softmaxLandscape map[string]float64
+
+func h200Softmax(t *testing.T) softmaxLandscape {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "softmax-h200-times.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var land struct {
+		TimesMS map[string]float64 `json:"times_ms"`
+	}
+	if err := json.Unmarshal(raw, &land); err != nil {
+		t.Fatal(err)
+	}
+	return land.TimesMS
+}
+
+// setting is a softmax source's launch knobs, "BLOCK,num_warps,num_stages".
+func (softmaxLandscape) setting(t *testing.T, src string) string {
+	t.Helper()
+	m := softmaxLaunch.FindStringSubmatch(src)
+	if m == nil {
+		t.Fatalf("a variant lost the launch's knobs")
+	}
+	return m[1] + "," + m[2] + "," + m[3]
+}
+
+// replay runs strategy st from the mistuned softmax as the run loop would,
+// every candidate timed at its measured time (one the landscape lacks
+// counts as rejected) and promoted at 2% faster than the best, until no
+// slots, maxRounds or stopAfter rounds without a promotion. It returns the
+// input, the best and the candidates evaluated and not measured.
+func (l softmaxLandscape) replay(t *testing.T, st Strategy, maxRounds, stopAfter int) (input, best store.Candidate, evaluated, unmeasured int, s State) {
+	t.Helper()
+	const minImprovement = 0.02
+	timed := func(id, src string) (store.Candidate, bool) {
+		ms, ok := l[l.setting(t, src)]
+		return store.Candidate{ID: id, Source: src, SourceHash: store.SourceHash(src),
+			Status: store.StatusTimed, Timing: &platform.Timing{MedianMS: ms}}, ok
+	}
+	input, _ = timed("input", mistunedSoftmax(t))
+	all := []store.Candidate{input}
+	s = State{BestID: "input"}
+	for round := 1; round <= maxRounds && s.NoImprovement < stopAfter; round++ {
+		h := NewHistory(all, round)
+		slots, err := st.Slots(context.Background(), &s, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(slots) == 0 {
+			break
+		}
+		bestMS := h.ByID[s.BestID].MedianMS()
+		var out Outcome
+		var fastest store.Candidate
+		for _, sl := range slots {
+			evaluated++
+			c, ok := timed(fmt.Sprintf("r%dc%d", round, sl.Index), sl.Variant.Source)
+			all = append(all, c)
+			if !ok {
+				unmeasured++ // not measured on the H200: counts as rejected
+				continue
+			}
+			out.Measured = append(out.Measured, c)
+			if c.MedianMS() < bestMS*(1-minImprovement) && (fastest.ID == "" || c.MedianMS() < fastest.MedianMS()) {
+				fastest = c
+			}
+		}
+		if fastest.ID != "" {
+			s.BestID, out.Promoted = fastest.ID, true
+		}
+		st.Update(&s, out, NewHistory(all, round+1))
+	}
+	for _, c := range all {
+		if c.ID == s.BestID {
+			best = c
+		}
+	}
+	return input, best, evaluated, unmeasured, s
+}
+
 // TestTuneOnTheH200SoftmaxLandscape replays the tune strategy (8 variants a
 // round, the preset's stop after 2 rounds without a promotion, promotion at
 // 2% faster, as the run loop does) over the times the H200 measured for the
@@ -52,77 +135,16 @@ func TestTuneOnTheH200SoftmaxLandscape(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3 for the knob finder")
 	}
-	raw, err := os.ReadFile(filepath.Join("testdata", "softmax-h200-times.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var land struct {
-		TimesMS map[string]float64 `json:"times_ms"`
-	}
-	if err := json.Unmarshal(raw, &land); err != nil {
-		t.Fatal(err)
-	}
-	setting := func(src string) string {
-		m := softmaxLaunch.FindStringSubmatch(src)
-		if m == nil {
-			t.Fatalf("a variant lost the launch's knobs")
-		}
-		return m[1] + "," + m[2] + "," + m[3]
-	}
-	const minImprovement, maxNoImprovement, exhaustiveVariants = 0.02, 2, 95
-	src := mistunedSoftmax(t)
+	const exhaustiveVariants = 95
+	land := h200Softmax(t)
 	st, err := New(Tune, Settings{MaxVariants: 8}, KnobTuner{Finder: tune.Finder{Python: py, CacheDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	timed := func(id, src string) (store.Candidate, bool) {
-		ms, ok := land.TimesMS[setting(src)]
-		return store.Candidate{ID: id, Source: src, SourceHash: store.SourceHash(src),
-			Status: store.StatusTimed, Timing: &platform.Timing{MedianMS: ms}}, ok
-	}
-	input, _ := timed("input", src)
-	all := []store.Candidate{input}
-	s := State{BestID: "input"}
-	variants, unmeasured := 0, 0
-	for round := 1; round <= 12 && s.NoImprovement < maxNoImprovement; round++ {
-		h := NewHistory(all, round)
-		slots, err := st.Slots(context.Background(), &s, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(slots) == 0 {
-			break
-		}
-		best := h.ByID[s.BestID].MedianMS()
-		var out Outcome
-		var fastest store.Candidate
-		for _, sl := range slots {
-			variants++
-			c, ok := timed(fmt.Sprintf("r%dc%d", round, sl.Index), sl.Variant.Source)
-			all = append(all, c)
-			if !ok {
-				unmeasured++ // not measured on the H200: counts as rejected
-				continue
-			}
-			out.Measured = append(out.Measured, c)
-			if c.MedianMS() < best*(1-minImprovement) && (fastest.ID == "" || c.MedianMS() < fastest.MedianMS()) {
-				fastest = c
-			}
-		}
-		if fastest.ID != "" {
-			s.BestID, out.Promoted = fastest.ID, true
-		}
-		st.Update(&s, out, NewHistory(all, round+1))
-	}
-	var best store.Candidate
-	for _, c := range all {
-		if c.ID == s.BestID {
-			best = c
-		}
-	}
+	input, best, variants, unmeasured, _ := land.replay(t, st, 12, 2)
 	t.Logf("best %s (%s) %.4f ms, %.3fx the input, %d variants (%d not measured on the H200)",
-		best.ID, setting(best.Source), best.MedianMS(), input.MedianMS()/best.MedianMS(), variants, unmeasured)
-	if got := setting(best.Source); got != "8192,16,1" {
+		best.ID, land.setting(t, best.Source), best.MedianMS(), input.MedianMS()/best.MedianMS(), variants, unmeasured)
+	if got := land.setting(t, best.Source); got != "8192,16,1" {
 		t.Errorf("tune ended at %s (%.4f ms), want the exhaustive best 8192,16,1 (0.1188 ms)", got, best.MedianMS())
 	}
 	if variants > exhaustiveVariants/2 {
