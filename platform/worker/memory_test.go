@@ -16,6 +16,13 @@ import (
 // memorySession opens a cpu session on the problem file in dir.
 func memorySession(t *testing.T, dir string) *Session {
 	t.Helper()
+	return cpuSession(t, dir, EngineOptions{WarmupMS: 2, RepMS: 5})
+}
+
+// cpuSession opens a cpu session with isolated runners on the problem file
+// in dir.
+func cpuSession(t *testing.T, dir string, eng EngineOptions) *Session {
+	t.Helper()
 	py := os.Getenv("KAGENT_PYTHON")
 	if py == "" || testing.Short() {
 		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
@@ -23,7 +30,7 @@ func memorySession(t *testing.T, dir string) *Session {
 	task := &kerneldir.Task{Dir: dir, ProblemPath: filepath.Join(dir, "problem.py")}
 	s, err := OpenSession(context.Background(), task, SessionConfig{Python: py, Device: "cpu", Isolate: true,
 		CacheDir: t.TempDir(), Env: []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
-		Engine: EngineOptions{WarmupMS: 2, RepMS: 5}})
+		Engine: eng})
 	if err != nil {
 		t.Fatal(err)
 	}

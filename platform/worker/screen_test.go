@@ -2,13 +2,11 @@ package worker
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kagent-kernels/kagent/kerneldir"
 	"github.com/kagent-kernels/kagent/platform"
 )
 
@@ -19,19 +17,8 @@ import (
 // the timing limit per variant), while the others are screened. The limits
 // are several times what a correct variant's call takes on a loaded CPU.
 func TestScreenSplitsABatchThatHangs(t *testing.T) {
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" || testing.Short() {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
 	dir, _ := filepath.Abs(filepath.Join("testdata", "problems", "add_relu"))
-	task := &kerneldir.Task{Dir: dir, ProblemPath: filepath.Join(dir, "problem.py")}
-	s, err := OpenSession(context.Background(), task, SessionConfig{Python: py, Device: "cpu", Isolate: true,
-		CacheDir: t.TempDir(), Env: []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
-		Engine: EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 12 * time.Second, BenchTimeout: 8 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := cpuSession(t, dir, EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 12 * time.Second, BenchTimeout: 8 * time.Second})
 	cs := []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("fault_infinite_loop"), cpuCandidate("wrong_values")}
 	rep, err := s.Screen(context.Background(), cs, platform.ScreenOptions{Calls: 3, WarmupMS: 1})
 	if err != nil {
