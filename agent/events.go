@@ -15,8 +15,10 @@ import (
 
 // Event kinds written with --events (one JSON line each).
 const (
-	EventRunStarted        = "run_started"
-	EventRoundStarted      = "round_started"
+	EventRunStarted   = "run_started"
+	EventRoundStarted = "round_started"
+	// EventScreened: a strategy screened a batch of knob variants (autotune).
+	EventScreened          = "screened"
 	EventCandidateVerified = "candidate_verified"
 	EventCandidateTimed    = "candidate_timed"
 	EventPromoted          = "promoted"

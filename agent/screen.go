@@ -14,9 +14,6 @@ import (
 	"github.com/kagent-kernels/kagent/search"
 )
 
-// EventScreened: a strategy screened a batch of knob variants (autotune).
-const EventScreened = "screened"
-
 // screensFile holds, in the run dir, every screen of the run, one JSON line
 // per variant: a resumed run reads its screens back instead of screening
 // again, so its strategy picks what the interrupted run would have.
