@@ -90,6 +90,9 @@ class Runner:
         self.callables: Dict[str, Callable[..., Any]] = {}
         self.flush: Any = None
         self.guard = Guard(dynamo=False)
+        # The last precompile's variants (screening): module, entry, path;
+        # empty for one that failed to load.
+        self.variants: List[Dict[str, Any]] = []
 
     # -- helpers --
 
@@ -358,7 +361,7 @@ class Runner:
         self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
         args = self._args(req.get("args") or [])
         t0 = time.perf_counter()
-        self.variants: List[Dict[str, Any]] = []
+        self.variants = []
         launches: List[Any] = []
         replies: List[Dict[str, Any]] = []
         for i, v in enumerate(req.get("variants") or []):
@@ -406,8 +409,7 @@ class Runner:
         """Make variant ``variant`` of the last precompile the loaded
         candidate, built for shape set ``label``."""
         i = int(req.get("variant", -1))
-        variants = getattr(self, "variants", [])
-        v = variants[i] if 0 <= i < len(variants) else {}
+        v = self.variants[i] if 0 <= i < len(self.variants) else {}
         if not v:
             raise _Failure("bad_request", f"variant {i} is not loaded")
         self.module, self.entry, self.path = v["module"], v["entry"], v["path"]
