@@ -359,7 +359,10 @@ class Runner:
         apply_tf32(str(req.get("tf32") or "forbid"))
         self.guard.expect_tf32(str(req.get("tf32") or "forbid"))
         self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
-        args = self._args(req.get("args") or [])
+        # The timed shape first; each shape's build and arguments. A variant
+        # that cannot be built or called at a held-out shape is not refused
+        # here: the screen's own call at that shape reports it.
+        shapes = [dict(sh, args=self._args(sh.get("args") or [])) for sh in (req.get("shapes") or [req])]
         t0 = time.perf_counter()
         self.variants = []
         launches: List[Any] = []
@@ -376,7 +379,7 @@ class Runner:
                 self.module = import_candidate(path)
                 self._check_guard(f"importing {name}")
                 self.entry = find_entry(self.module, path, str(req.get("entry") or ""))
-                fn = self._build(req)
+                fn = self._build(shapes[0])
             except CheckFailure as f:
                 replies.append({"error": {"kind": f.name, "message": f.reason}})
                 self.variants.append({})
@@ -388,14 +391,22 @@ class Runner:
                 self.variants.append({})
                 continue
             rec = LaunchRecorder()
-            with rec:
-                try:
-                    with torch.no_grad():
-                        fn(*args)
-                except Exception:  # noqa: BLE001 - candidate code; the launches recorded still count
-                    pass
-            self._check_guard(f"{name}'s recorded call")
-            del fn
+            for k, sh in enumerate(shapes):
+                if k > 0:
+                    try:
+                        fn = self._build(sh)
+                    except _Failure as f:
+                        if f.kind == "tamper":
+                            raise
+                        continue
+                with rec:
+                    try:
+                        with torch.no_grad():
+                            fn(*sh["args"])
+                    except Exception:  # noqa: BLE001 - candidate code; the launches recorded still count
+                        pass
+                self._check_guard(f"{name}'s recorded call")
+                del fn
             launches += rec.launches
             self.variants.append({"module": self.module, "entry": self.entry, "path": path})
             replies.append({"launches": len(rec.launches)})

@@ -14,8 +14,13 @@ The ``screen`` op ranks a batch instead:
 3. per variant (runner.py ``select``): one call on the first stored draw,
    with fresh allocations and free device memory NaN-poisoned as in
    verification, its outputs compared by the judge with that draw's
-   reference at the problem's tolerance (unwritten elements fail), then ``calls`` timed calls, each behind an L2 flush
-   and a spin as a full timing's (the median is the screening time).
+   reference at the problem's tolerance (unwritten elements fail); the same
+   at each held-out shape (kagent.yaml ``shapes``: a variant wrong there
+   fails as ``extra_shapes``, before any full verification); then ``calls``
+   timed calls, each behind an L2 flush and a spin as a full timing's (the
+   median is the screening time), and half as many at each held-out shape,
+   so that a tuner can keep the variants that are best across shapes
+   (``shapes_ms``), not only at the timed one.
 
 A screening time is a ranking, never a candidate's time: the variants share
 one runner, so one could disturb another's calls, and none of the other
@@ -36,7 +41,7 @@ from . import failures as F
 from .candidate import read_source
 from .device import tensors_in
 from .failures import CheckFailure
-from .loading import Problem
+from .loading import Problem, ShapeSet
 from .numerics import compare_outputs
 from .remote import RunnerClient
 from .shm import dtype_name
@@ -62,16 +67,19 @@ class _Batch:
         self.problem = problem
         self.paths = paths
         self.opts = opts
-        self.shape = problem.main
-        self.draw = self.shape.draws[0]
         self.rc = RunnerClient(problem.device)
-        label = self.shape.label
-        self.build = {"label": label, "init": self.rc.args(("init", label), list(self.shape.init_inputs)),
-                      "weights": [{"name": n, "t": self.rc.put(("w", label, n), t.detach())}
-                                  for n, t in self.shape.model.state_dict().items()]}
+        # The timed shape first, then the held-out ones.
+        self.shapes = [problem.main] + list(problem.extra)
+        self.builds = [self._build(s) for s in self.shapes]
         self.load_s = 0.0
         self.compile_s = 0.0
         self.compiled = 0
+
+    def _build(self, shape: ShapeSet) -> Dict[str, Any]:
+        label = shape.label
+        return {"label": label, "init": self.rc.args(("init", label), list(shape.init_inputs)),
+                "weights": [{"name": n, "t": self.rc.put(("w", label, n), t.detach())}
+                            for n, t in shape.model.state_dict().items()]}
 
     def close(self) -> None:
         self.rc.close()
@@ -80,8 +88,9 @@ class _Batch:
         """Precompile the variants ``idx``; their load replies, in order."""
         problem = self.problem
         variants = [{"name": os.path.basename(self.paths[i]), "source": read_source(self.paths[i])} for i in idx]
-        reply = self.rc.request("precompile", dict(self.build, **{
-            "variants": variants, "args": self._args(), "entry": str(self.opts.get("entry") or ""),
+        shapes = [dict(b, args=self._args(s)) for s, b in zip(self.shapes, self.builds)]
+        reply = self.rc.request("precompile", dict(shapes[0], **{
+            "variants": variants, "shapes": shapes, "entry": str(self.opts.get("entry") or ""),
             "threads": int(self.opts.get("threads") or DEFAULT_THREADS), "tf32": problem.tf32,
             "dtype": dtype_name(problem.dtype) if problem.dtype is not None else ""}),
             what="loading the variants")
@@ -91,23 +100,23 @@ class _Batch:
         out = list(reply.get("variants") or [])
         return out + [{"error": {"kind": F.CRASH, "message": "no load reply"}}] * (len(idx) - len(out))
 
-    def _args(self) -> List[Any]:
-        # Fresh copies of the first draw's inputs for every use: a variant
+    def _args(self, shape: ShapeSet) -> List[Any]:
+        # Fresh copies of the shape's first draw for every use: a variant
         # that writes its inputs does not change what the next one reads.
-        return self.rc.args(("screen", self.shape.label), list(self.draw.inputs))
+        return self.rc.args(("screen", shape.label), list(shape.draws[0].inputs))
 
-    def one(self, k: int) -> Dict[str, Any]:
-        """Screen the k-th variant of the last load."""
-        rc, problem, label = self.rc, self.problem, self.shape.label
-        rc.request("select", dict(self.build, variant=k), what="building the variant")
-        specs = rc.out_specs(("screen", label), self.draw.ref)
+    def _check(self, shape: ShapeSet) -> Any:
+        """One call of the selected variant at ``shape``, compared with the
+        shape's first draw; the comparison."""
+        rc, problem, label, draw = self.rc, self.problem, shape.label, shape.draws[0]
+        specs = rc.out_specs(("screen", label), draw.ref)
         rc.poison_outputs(specs)
         # As in verification: fresh allocations and the allocator's free
         # blocks are NaN-poisoned during the call, so an output left partly
         # unwritten cannot pass on what an earlier variant left in the same
         # memory.
-        like = [t.numel() * t.element_size() for t in tensors_in(self.draw.ref)]
-        args = self._args()
+        like = [t.numel() * t.element_size() for t in tensors_in(draw.ref)]
+        args = self._args(shape)
         reply = rc.request("call", {"label": label, "args": args, "out": specs, "what": "the call",
                                     "poison": True, "like": like}, what="the call")
         out = rc.outputs(reply.get("out"), specs)
@@ -115,25 +124,51 @@ class _Batch:
             # An in-place kernel's None stands for its first input, as the
             # runner wrote it back.
             out = rc.view(args[0]["t"])
-        cmp = compare_outputs(out, self.draw.ref, problem_tolerance(problem))
-        if not cmp.ok:
-            return _failed(cmp.check, f"draw 1: {cmp.reason}")
-        del out
-        args = self._args()
-        dev = problem.device
+        return compare_outputs(out, draw.ref, problem_tolerance(problem))
+
+    def _time(self, shape: ShapeSet, calls: int) -> List[float]:
+        """``calls`` timed calls at ``shape``, sorted."""
+        rc, label = self.rc, shape.label
+        args = self._args(shape)
+        dev = self.problem.device
         flush = flush_bytes(dev)
         prep = rc.request("prepare", {"label": label, "sets": [args], "flush_bytes": flush, "estimate_calls": 3,
                                       "warmup_ms": float(self.opts.get("warmup_ms") or DEFAULT_WARMUP_MS)},
                           what="the warm-up")
         spin = spin_for(dev, float(prep.get("host_ms") or 0.0))
         times = []
-        for _ in range(max(1, int(self.opts.get("calls") or DEFAULT_CALLS))):
+        for _ in range(calls):
             r = rc.request("timed", {"label": label, "args": args, "spin_ms": spin, "flush": bool(flush)},
                            what="a timed call")
             times.append(float(r.get("ms") or 0.0))
-        times.sort()
+        return sorted(times)
+
+    def one(self, k: int) -> Dict[str, Any]:
+        """Screen the k-th variant of the last load."""
+        main = self.shapes[0]
+        self.rc.request("select", dict(self.builds[0], variant=k), what="building the variant")
+        cmp = self._check(main)
+        if not cmp.ok:
+            return _failed(cmp.check, f"draw 1: {cmp.reason}")
+        for shape, build in zip(self.shapes[1:], self.builds[1:]):
+            what = f"shape {shape.label}"
+            try:
+                self.rc.request("build", build, what=f"building the variant for {what}")
+                at = self._check(shape)
+            except CheckFailure as f:
+                if self.rc.closed:
+                    raise
+                return _failed(F.EXTRA_SHAPES, f"{what}: {f.reason}")
+            if not at.ok:
+                return _failed(F.EXTRA_SHAPES, f"{what}: {at.reason}")
+        calls = max(1, int(self.opts.get("calls") or DEFAULT_CALLS))
+        times = self._time(main, calls)
+        shapes = []
+        for shape in self.shapes[1:]:
+            t = self._time(shape, max(1, calls // 2))
+            shapes.append({"label": shape.label, "median_ms": t[len(t) // 2]})
         return {"passed": True, "median_ms": times[len(times) // 2], "times_ms": times, "calls": len(times),
-                "max_abs_err": cmp.max_abs_err, "rel_l2": cmp.rel_l2}
+                "shapes": shapes, "max_abs_err": cmp.max_abs_err, "rel_l2": cmp.rel_l2}
 
 
 def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str, Any]:
@@ -200,7 +235,10 @@ def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str
 
 def _method(problem: Problem, opts: Dict[str, Any]) -> str:
     calls = int(opts.get("calls") or DEFAULT_CALLS)
+    held = ""
+    if problem.extra:
+        held = f"; {len(problem.extra)} held-out shape(s) compared and timed ({max(1, calls // 2)} calls)"
     if problem.device.is_gpu:
         return (f"screen: draw 1 compared, median of {calls} calls, each behind an L2 flush and a spin "
-                f"(device events), all variants in one runner")
-    return f"screen: draw 1 compared, median of {calls} calls (CPU time), all variants in one runner"
+                f"(device events){held}, all variants in one runner")
+    return f"screen: draw 1 compared, median of {calls} calls (CPU time){held}, all variants in one runner"

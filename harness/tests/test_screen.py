@@ -215,6 +215,36 @@ class ScreenTest(unittest.TestCase):
         self.assertTrue(res[0]["passed"], res[0])
         self.assertFalse(res[1]["passed"], res[1])
 
+    def test_held_out_shapes_are_checked_and_timed(self) -> None:
+        # With held-out shapes, a variant right at the timed shape but wrong
+        # at a held-out one (its block covers 96 columns, not 300) fails as
+        # extra_shapes; a variant right at both is timed at both.
+        load = self.client.request("load_problem", problem_path=os.path.join(self.dir, "problem.py"), seeds=SEEDS,
+                                   atol=1e-5, rtol=1e-4, shapes=[{"rows": 3, "cols": 300}])
+        self.assertTrue(load["ok"], load)
+        paths = [self._write("s0.py", KERNEL),
+                 self._write("s1.py", KERNEL.replace("BLOCK=128", "BLOCK=512")),
+                 # Wrong at every shape but the timed one's row length.
+                 self._write("s2.py", KERNEL.replace("x.shape[1], BLOCK=128", "96, BLOCK=128"))]
+        r = self.client.request("screen", timeout=600, problem_id=load["result"]["problem_id"],
+                                candidate_paths=paths, calls=4, warmup_ms=1)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        for i in (0, 2):
+            self.assertFalse(res[i]["passed"], res[i])
+            self.assertEqual(res[i]["failure"], "extra_shapes", res[i])
+            self.assertIn("shape ", res[i]["reason"])
+        self.assertTrue(res[1]["passed"], res[1])
+        self.assertEqual(len(res[1]["shapes"]), 1, res[1])
+        self.assertGreater(res[1]["shapes"][0]["median_ms"], 0)
+        self.assertTrue(res[1]["shapes"][0]["label"])
+        self.assertIn("held-out shape", r["result"]["method"])
+        self.assertEqual(r["result"]["phases"]["runners"], 1, r["result"])
+        if DEVICE == "cuda":
+            # Launches at both shapes were compiled ahead: s0's and s1's at
+            # each shape, s2's once (its two launches specialise alike).
+            self.assertGreaterEqual(r["result"]["compiled"], 5, r["result"])
+
     def test_bad_request(self) -> None:
         r = self.client.request("screen", problem_id=self.pid, candidate_paths=["/no/such/file.py"])
         self.assertFalse(r["ok"])
