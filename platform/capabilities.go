@@ -124,6 +124,15 @@ type Screening struct {
 	// MedianMS is the median of the timed calls (Passed only).
 	MedianMS float64   `json:"median_ms,omitempty"`
 	TimesMS  []float64 `json:"times_ms,omitempty"`
+	// Shapes are the screen times at the problem's held-out shapes, in the
+	// problem's order (Passed only: a variant wrong at one fails the screen).
+	Shapes []ShapeTime `json:"shapes,omitempty"`
+}
+
+// ShapeTime is a screen time at one held-out shape.
+type ShapeTime struct {
+	Label    string  `json:"label"`
+	MedianMS float64 `json:"median_ms"`
 }
 
 // ScreenReport is a screening of several variants: one Screening per
