@@ -115,6 +115,17 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 	if res.Acceptance != nil {
 		d.Notes = append(d.Notes, "the best kernel passed the acceptance gate (a fresh process, new seeds)")
 	}
+	if l.scr != nil {
+		ids := map[string]string{}
+		for _, c := range detail.Candidates {
+			if c.Verdict != nil && c.Verdict.Passed {
+				ids[store.SourceHash(c.Source)] = c.ID
+			}
+		}
+		if d.Screening, err = l.scr.summary(ids); err != nil {
+			return report.Data{}, err
+		}
+	}
 	return d, nil
 }
 

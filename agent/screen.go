@@ -3,12 +3,16 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/kagent-kernels/kagent/agent/report"
 	"github.com/kagent-kernels/kagent/agent/store"
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/search"
@@ -27,6 +31,8 @@ type screenLine struct {
 	Failure  string  `json:"failure,omitempty"`
 	Reason   string  `json:"reason,omitempty"`
 	MedianMS float64 `json:"median_ms,omitempty"`
+	// Shapes are the screen times at the held-out shapes.
+	Shapes []platform.ShapeTime `json:"shapes,omitempty"`
 }
 
 // screener is the loop's tuner on a platform that screens: the knob space
@@ -38,8 +44,9 @@ type screener struct {
 	sc    platform.Screener
 	round int
 
-	mu   sync.Mutex
-	done map[string]screenLine // by source hash, read from screensFile once
+	mu     sync.Mutex
+	done   map[string]screenLine // by source hash, read from screensFile once
+	method string                // how the last screen screened
 }
 
 // withScreener gives the strategy a tuner that also screens, where the
@@ -91,7 +98,7 @@ func (s *screener) Screen(ctx context.Context, vs []search.Variant) ([]search.Sc
 	for k, i := range todo {
 		r := rep.Results[k]
 		d := screenLine{Hash: store.SourceHash(vs[i].Source), Label: vs[i].Label, Passed: r.Passed,
-			Failure: r.Failure, Reason: oneLine(r.Reason), MedianMS: r.MedianMS}
+			Failure: r.Failure, Reason: oneLine(r.Reason), MedianMS: r.MedianMS, Shapes: r.Shapes}
 		s.done[d.Hash] = d
 		b, _ := json.Marshal(d)
 		lines.Write(append(b, '\n'))
@@ -103,12 +110,76 @@ func (s *screener) Screen(ctx context.Context, vs []search.Variant) ([]search.Sc
 			}
 		}
 	}
+	s.method = rep.Method
 	if err := s.l.art.appendTo(screensFile, lines.Bytes()); err != nil {
 		return nil, &fatalError{err}
 	}
 	s.l.ev.emit(Event{Event: EventScreened, Round: ptr(s.round), Screened: len(cs), Slots: passed,
 		MedianMS: fastest, ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method})
 	return out, nil
+}
+
+// paretoShown bounds the Pareto variants a report lists.
+const paretoShown = 12
+
+// summary is the report's view of the run's screens: the variants no other
+// screened variant beats at every shape (search.Pareto at the screen's
+// resolution), fastest at the timed shape first; ids maps a source hash to
+// the candidate that verified and timed it in full. Nil when nothing was
+// screened.
+func (s *screener) summary(ids map[string]string) (*report.Screening, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if len(s.done) == 0 {
+		return nil, nil
+	}
+	sum := &report.Screening{Variants: len(s.done), Method: s.method}
+	if sum.Method == "" {
+		sum.Method = "screened before the run was resumed"
+	}
+	var passed []screenLine
+	for _, d := range s.done {
+		if d.Passed && d.MedianMS > 0 {
+			passed = append(passed, d)
+		}
+	}
+	sum.Passed = len(passed)
+	slices.SortFunc(passed, func(a, b screenLine) int {
+		return cmp.Or(cmp.Compare(a.MedianMS, b.MedianMS), strings.Compare(a.Hash, b.Hash))
+	})
+	// The held-out shapes are those of the screens that have the most.
+	for _, d := range passed {
+		if len(d.Shapes) > len(sum.Shapes) {
+			sum.Shapes = sum.Shapes[:0]
+			for _, t := range d.Shapes {
+				sum.Shapes = append(sum.Shapes, t.Label)
+			}
+		}
+	}
+	points := make([][]float64, len(passed))
+	for i, d := range passed {
+		if len(d.Shapes) != len(sum.Shapes) {
+			continue // screened without the held-out shapes: not comparable
+		}
+		points[i] = []float64{d.MedianMS}
+		for _, t := range d.Shapes {
+			points[i] = append(points[i], t.MedianMS)
+		}
+	}
+	front := search.Pareto(points, search.WalkGainPct)
+	for n, i := range front {
+		if n == paretoShown {
+			sum.More = len(front) - n
+			break
+		}
+		d := passed[i]
+		sum.Pareto = append(sum.Pareto, report.ScreenedVariant{Label: d.Label, Source: fmt.Sprintf("screen/%s.py", d.Hash[:16]),
+			ID: ids[d.Hash], MS: d.MedianMS, ShapesMS: points[i][1:]})
+	}
+	return sum, nil
 }
 
 // load reads screensFile once.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,12 +13,18 @@ import (
 	"github.com/kagent-kernels/kagent/search"
 )
 
-// TestAutotuneLoop: the autotune strategy screens the input and both
-// variants in one worker call of the real cpu worker, hands the faster
-// ones to full verification and timing, and promotes the fast variant on
-// its full timing; every screen is written to the run dir.
+// TestAutotuneLoop: the autotune strategy screens the input and its
+// variants in one worker call of the real cpu worker, at the timed shape
+// and a held-out one (kagent.yaml shapes), hands the faster ones to full
+// verification and timing, and promotes the fast variant on its full
+// timing; every screen is written to the run dir, and the report lists the
+// variants no other beats at both shapes.
 func TestAutotuneLoop(t *testing.T) {
-	e := newEnv(t, kernelDir(t))
+	dir := kernelDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "kagent.yaml"), []byte("shapes:\n  - {N: 3, D: 100}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, dir)
 	cfg := testConfig(search.Autotune)
 	cfg.LLM.Model = ""
 	cfg.MaxRounds = 3
@@ -29,6 +36,9 @@ func TestAutotuneLoop(t *testing.T) {
 		{Label: "ROWS=1", Source: candidateSource(t, "slow.py")},
 		{Label: "FUSED=1", Source: candidateSource(t, "fast.py")},
 		{Label: "BROKEN=1", Source: candidateSource(t, "broken.py")},
+		// Right at the timed shape only.
+		{Label: "SHAPED=1", Source: strings.Replace(candidateSource(t, "fast.py"), "    return s\n",
+			"    if x.shape[0] != 256:\n        s.zero_()\n    return s\n", 1)},
 	}}
 	res, err := Run(context.Background(), in)
 	if err != nil {
@@ -42,22 +52,69 @@ func TestAutotuneLoop(t *testing.T) {
 	if best.Timing == nil || best.Timing.Screening() || best.Verdict == nil || !best.Verdict.Passed {
 		t.Fatalf("the best was not verified and timed in full: %+v %+v", best.Verdict, best.Timing)
 	}
-	if _, ok := byDirection(cs, 1, "BROKEN=1"); ok {
-		t.Errorf("the variant that failed its screen became a candidate")
+	for _, label := range []string{"BROKEN=1", "SHAPED=1"} {
+		if _, ok := byDirection(cs, 1, label); ok {
+			t.Errorf("%s failed its screen but became a candidate", label)
+		}
 	}
 	if n := e.eventKinds()[EventScreened]; n != 1 {
-		t.Errorf("%d screened events, want 1 (one batch: the input and its three variants)", n)
+		t.Errorf("%d screened events, want 1 (one batch: the input and its four variants)", n)
 	}
 	data, err := os.ReadFile(filepath.Join(e.runDir, screensFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("%d screens written, want 4:\n%s", len(lines), data)
+	if len(lines) != 5 {
+		t.Fatalf("%d screens written, want 5:\n%s", len(lines), data)
 	}
 	if !strings.Contains(string(data), `"label":"BROKEN=1","passed":false`) {
 		t.Errorf("the broken variant's screen is not a failure:\n%s", data)
+	}
+	if !strings.Contains(string(data), `"label":"SHAPED=1","passed":false,"failure":"extra_shapes"`) {
+		t.Errorf("the variant wrong at the held-out shape did not fail there:\n%s", data)
+	}
+	var rep struct {
+		Screening *struct {
+			Variants, Passed int
+			Shapes           []string
+			Pareto           []struct {
+				Label, Source, Candidate string
+				MedianMS                 float64   `json:"median_ms"`
+				ShapesMS                 []float64 `json:"shapes_ms"`
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(e.runDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	sc := rep.Screening
+	if sc == nil || sc.Variants != 5 || sc.Passed != 3 || len(sc.Shapes) != 1 || len(sc.Pareto) == 0 {
+		t.Fatalf("report.json screening = %+v, want 5 screened, 3 passed, 1 held-out shape, a Pareto set", sc)
+	}
+	found := false
+	for _, v := range sc.Pareto {
+		if len(v.ShapesMS) != 1 || v.ShapesMS[0] <= 0 || v.MedianMS <= 0 {
+			t.Errorf("Pareto variant %+v has no time at each shape", v)
+		}
+		if _, err := os.Stat(filepath.Join(e.runDir, v.Source)); err != nil {
+			t.Errorf("Pareto variant %s: %v", v.Label, err)
+		}
+		found = found || v.Label == "FUSED=1" && v.Candidate == best.ID
+	}
+	if !found {
+		t.Errorf("the promoted variant is not in the Pareto set with its candidate id %s: %+v", best.ID, sc.Pareto)
+	}
+	md, err := os.ReadFile(filepath.Join(e.runDir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "## Screened variants") || !strings.Contains(string(md), "`FUSED=1`") {
+		t.Errorf("report.md has no screened variants section:\n%s", md)
 	}
 }
 

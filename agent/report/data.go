@@ -65,6 +65,37 @@ type Data struct {
 	Models []ModelUsage
 	// Notes are extra lines shown under the summary.
 	Notes []string
+	// Screening summarises the variants the run screened (the autotune
+	// strategy); nil when it screened none.
+	Screening *Screening
+}
+
+// Screening is what a run's screens found: how many variants, and the
+// variants no other screened one beats at every shape (the timed shape and
+// the held-out ones), fastest at the timed shape first. Screen times rank
+// variants; they are not candidates' times.
+type Screening struct {
+	Variants int
+	Passed   int
+	// Shapes are the held-out shapes' labels, in the order of ShapesMS.
+	Shapes []string
+	Pareto []ScreenedVariant
+	// More counts the Pareto variants left out of Pareto (it keeps the
+	// fastest few at the timed shape).
+	More int
+	// Method says how the variants were screened.
+	Method string
+}
+
+// ScreenedVariant is one screened variant.
+type ScreenedVariant struct {
+	Label string
+	// Source is the variant's source file, relative to the run dir.
+	Source string
+	// ID is the candidate that verified and timed it in full, if any.
+	ID       string
+	MS       float64
+	ShapesMS []float64
 }
 
 // GPU summarises the device and gives the roofs of the roofline chart.

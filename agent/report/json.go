@@ -39,7 +39,25 @@ type jsonReport struct {
 	Rounds         []jsonRound     `json:"rounds"`
 	Duplicates     jsonDuplicates  `json:"duplicates"`
 	Candidates     []jsonCandidate `json:"candidates"`
+	Screening      *jsonScreening  `json:"screening,omitempty"`
 	Notes          []string        `json:"notes"`
+}
+
+type jsonScreening struct {
+	Variants int            `json:"variants"`
+	Passed   int            `json:"passed"`
+	Shapes   []string       `json:"shapes"`
+	Method   string         `json:"method"`
+	Pareto   []jsonScreened `json:"pareto"`
+	More     int            `json:"more"`
+}
+
+type jsonScreened struct {
+	Label     string `json:"label"`
+	Source    string `json:"source"`
+	Candidate string `json:"candidate"`
+	MedianMS  num    `json:"median_ms"`
+	ShapesMS  []num  `json:"shapes_ms"`
 }
 
 type jsonDuplicates struct {
@@ -238,6 +256,16 @@ func timestamp(t time.Time) *string {
 //	                           speedup_vs_eager, speedup_vs_compile, speedup_vs_input,
 //	                           floor_fraction, arithmetic_intensity, achieved_gbs,
 //	                           achieved_gflops, roofline_class, sol_pct, llm}
+//	screening                  absent unless the run screened variants (autotune):
+//	                           {variants, passed, shapes[], method, pareto[], more}:
+//	                           pareto[] {label, source, candidate, median_ms, shapes_ms[]}
+//	                           are the screened variants no other beats at every
+//	                           shape (the timed one, then shapes[], the held-out
+//	                           ones), fastest first; source is the variant's file
+//	                           (relative to the run dir), candidate the id that
+//	                           verified and timed it in full ("" if none); more
+//	                           counts those left out; screen times rank variants,
+//	                           they are not candidates' times
 //	notes[]
 func JSON(d Data) ([]byte, error) {
 	der, err := d.derive()
@@ -290,6 +318,17 @@ func JSON(d Data) ([]byte, error) {
 			jc.Intensity, jc.AchievedGBs, jc.AchievedGFLOPs = num(p.Intensity), num(p.GBs), num(p.GFLOPs)
 		}
 		r.Candidates = append(r.Candidates, jc)
+	}
+	if sc := d.Screening; sc != nil {
+		r.Screening = &jsonScreening{Variants: sc.Variants, Passed: sc.Passed, Shapes: append([]string{}, sc.Shapes...),
+			Method: sc.Method, Pareto: []jsonScreened{}, More: sc.More}
+		for _, v := range sc.Pareto {
+			js := jsonScreened{Label: v.Label, Source: v.Source, Candidate: v.ID, MedianMS: num(v.MS), ShapesMS: []num{}}
+			for _, ms := range v.ShapesMS {
+				js.ShapesMS = append(js.ShapesMS, num(ms))
+			}
+			r.Screening.Pareto = append(r.Screening.Pareto, js)
+		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

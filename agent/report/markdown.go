@@ -33,6 +33,7 @@ func Markdown(d Data) ([]byte, error) {
 	writeRounds(&b, d, der)
 	writeCandidates(&b, d, der)
 	writeRejected(&b, d)
+	writeScreening(&b, d)
 	roof := "candidates on the roofline"
 	if !d.GPU.hasPeaks() {
 		roof = NoRoofline
@@ -276,6 +277,43 @@ func writeRejected(b *bytes.Buffer, d Data) {
 }
 
 // -- formatting ---------------------------------------------------------------
+
+// writeScreening lists the screened variants no other beats at every shape.
+func writeScreening(b *bytes.Buffer, d Data) {
+	sc := d.Screening
+	if sc == nil {
+		return
+	}
+	fmt.Fprintf(b, "## Screened variants\n\n%d variants screened, %d passed (%s).", sc.Variants, sc.Passed, oneLine(sc.Method))
+	if len(sc.Pareto) == 0 {
+		b.WriteString("\n\n")
+		return
+	}
+	b.WriteString(" No other screened variant beats these at every shape: the timed one")
+	if len(sc.Shapes) > 0 {
+		b.WriteString(" and the held-out ones")
+	}
+	b.WriteString(". Screen times rank variants; a candidate's time is its full timing.\n\n| variant | source | candidate | timed shape ms |")
+	for _, s := range sc.Shapes {
+		fmt.Fprintf(b, " %s ms |", cell(code(s)))
+	}
+	b.WriteString("\n|---|---|---|--:|" + strings.Repeat("--:|", len(sc.Shapes)) + "\n")
+	for _, v := range sc.Pareto {
+		fmt.Fprintf(b, "| %s | %s | %s | %s |", cell(code(clip(v.Label, 120))), cell(code(v.Source)), orNA(cell(v.ID)), fmtMS(v.MS))
+		for k := range sc.Shapes {
+			ms := 0.0
+			if k < len(v.ShapesMS) {
+				ms = v.ShapesMS[k]
+			}
+			fmt.Fprintf(b, " %s |", fmtMS(ms))
+		}
+		b.WriteString("\n")
+	}
+	if sc.More > 0 {
+		fmt.Fprintf(b, "\n%d more, slower at the timed shape, not listed.\n", sc.More)
+	}
+	b.WriteString("\n")
+}
 
 func fmtMS(ms float64) string {
 	switch {
