@@ -26,7 +26,9 @@
 # RUN_LIMIT (seconds, 0: none) stops a run that takes longer: kagent ends it
 # as interrupted (without a report), and its row says "cut" and gives the
 # best of the rounds it finished, from the run's events, so one slow search
-# does not cost the table.
+# does not cost the table; it also gives the fastest variant timed so far
+# (best_timed_ms, best_timed_speedup), which the unfinished round had not
+# yet compared and promoted.
 # Usage: [KAGENT=bin/kagent] [PLATFORM=cuda] [MAX_VARIANTS=256] [ETA=3]
 #        [MAX_TUNE=8] [FINALISTS=3] [ROUNDS=12] [MODES="exhaustive halving tune autotune"] [RUN_LIMIT=0]
 #        [EXAMPLES="rmsnorm softmax"] [OUT=/tmp/tune-bench] scripts/tune-bench.sh
@@ -108,6 +110,13 @@ except (OSError, ValueError, KeyError, StopIteration):
         row["speedup"], row["best_ms"] = done[-1].get("speedup_vs_input"), done[-1].get("best_ms")
     row["variants"] = sum(1 for e in evs if e.get("event") == "candidate_verified" and e.get("round", 0) > 0)
     row["input_ms"] = next((e.get("median_ms") for e in evs if e.get("event") == "candidate_timed" and e.get("candidate") == "input"), None)
+    # The fastest variant timed in the round the cut interrupted: a lower
+    # bound on what the unfinished round would have promoted (its median,
+    # not yet confirmed by the promotion's interleaved comparison).
+    timed = [e for e in evs if e.get("event") == "candidate_timed" and e.get("round", 0) > 0 and e.get("median_ms")]
+    if timed and row["input_ms"]:
+        fast = min(timed, key=lambda e: e["median_ms"])
+        row["best_timed_ms"], row["best_timed_speedup"] = fast["median_ms"], row["input_ms"] / fast["median_ms"]
 print(json.dumps(row))
 PY
 }
@@ -139,7 +148,9 @@ f = lambda v, p="%.3f": "n/a" if v is None else p % v
 lines = ["| example | size | mode | best speedup vs input | fraction of exhaustive gain | wall s | fraction of exhaustive wall | search s | fraction of exhaustive search | variants in full | screened | exit |",
          "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
 for r in table:
-    ex = "cut at RUN_LIMIT" if r.get("cut") else str(r["exit"])
+    ex = str(r["exit"])
+    if r.get("cut"):
+        ex = "cut at RUN_LIMIT" + (", fastest timed %.3f×" % r["best_timed_speedup"] if r.get("best_timed_speedup") else "")
     lines.append("| %s | %s | %s | %s | %s | %d | %s | %.1f | %s | %d | %d | %s |" % (r["example"], r["size"], r["mode"], f(r.get("speedup")),
                  f(r.get("fraction"), "%.2f"), r["seconds"], f(r.get("time_fraction"), "%.2f"), r.get("search_seconds") or 0,
                  f(r.get("search_fraction"), "%.2f"), r["variants"], r.get("screened") or 0, ex))
