@@ -14,13 +14,19 @@ The ``screen`` op ranks a batch instead:
 3. per variant (runner.py ``select``): one call on the first stored draw,
    with fresh allocations and free device memory NaN-poisoned as in
    verification, its outputs compared by the judge with that draw's
-   reference at the problem's tolerance (unwritten elements fail); the same
-   at each held-out shape (kagent.yaml ``shapes``: a variant wrong there
-   fails as ``extra_shapes``, before any full verification); then ``calls``
-   timed calls, each behind an L2 flush and a spin as a full timing's (the
-   median is the screening time), and half as many at each held-out shape,
-   so that a tuner can keep the variants that are best across shapes
-   (``shapes_ms``), not only at the timed one.
+   reference at the problem's tolerance (unwritten elements fail); then
+   ``calls`` timed calls, each behind an L2 flush and a spin as a full
+   timing's (the median is the screening time);
+4. the contenders (the ``held_out_top`` fastest variants that passed, among
+   those within ``held_out_within_pct`` of the fastest) again, at each
+   held-out shape (kagent.yaml ``shapes``): compiled there, compared with
+   the shape's first draw (a variant wrong there fails as ``extra_shapes``,
+   before any full verification) and timed with half as many calls, so that
+   a tuner can keep the variants that are best across shapes (``shapes``),
+   not only at the timed one. The others carry no ``shapes``: they are
+   compiled at the timed shape only, which is most of a screen's saving on a
+   problem with held-out shapes (each shape is another compile of every
+   launch). Full verification checks every shape of whatever a tuner picks.
 
 A screening time is a ranking, never a candidate's time: the variants share
 one runner, so one could disturb another's calls, and none of the other
@@ -54,6 +60,10 @@ DEFAULT_CALLS = 20
 DEFAULT_WARMUP_MS = 5.0
 # Variants whose launches one precompile compiles on its threads.
 DEFAULT_THREADS = 8
+# The contenders screened at the held-out shapes: at most HELD_OUT_TOP of the
+# variants that passed, each within HELD_OUT_WITHIN_PCT of the fastest.
+HELD_OUT_TOP = 12
+HELD_OUT_WITHIN_PCT = 25.0
 
 
 def _failed(kind: str, reason: str) -> Dict[str, Any]:
@@ -84,11 +94,13 @@ class _Batch:
     def close(self) -> None:
         self.rc.close()
 
-    def load(self, idx: List[int]) -> List[Dict[str, Any]]:
-        """Precompile the variants ``idx``; their load replies, in order."""
+    def load(self, idx: List[int], held: bool) -> List[Dict[str, Any]]:
+        """Precompile the variants ``idx`` at the timed shape, and at the
+        held-out ones too where ``held``; their load replies, in order."""
         problem = self.problem
         variants = [{"name": os.path.basename(self.paths[i]), "source": read_source(self.paths[i])} for i in idx]
-        shapes = [dict(b, args=self._args(s)) for s, b in zip(self.shapes, self.builds)]
+        n = len(self.shapes) if held else 1
+        shapes = [dict(b, args=self._args(s)) for s, b in zip(self.shapes[:n], self.builds[:n])]
         reply = self.rc.request("precompile", dict(shapes[0], **{
             "variants": variants, "shapes": shapes, "entry": str(self.opts.get("entry") or ""),
             "threads": int(self.opts.get("threads") or DEFAULT_THREADS), "tf32": problem.tf32,
@@ -143,13 +155,25 @@ class _Batch:
             times.append(float(r.get("ms") or 0.0))
         return sorted(times)
 
+    def calls(self) -> int:
+        return max(1, int(self.opts.get("calls") or DEFAULT_CALLS))
+
     def one(self, k: int) -> Dict[str, Any]:
-        """Screen the k-th variant of the last load."""
+        """Screen the k-th variant of the last load at the timed shape."""
         main = self.shapes[0]
         self.rc.request("select", dict(self.builds[0], variant=k), what="building the variant")
         cmp = self._check(main)
         if not cmp.ok:
             return _failed(cmp.check, f"draw 1: {cmp.reason}")
+        times = self._time(main, self.calls())
+        return {"passed": True, "median_ms": times[len(times) // 2], "times_ms": times, "calls": len(times),
+                "max_abs_err": cmp.max_abs_err, "rel_l2": cmp.rel_l2}
+
+    def held(self, k: int) -> Dict[str, Any]:
+        """The k-th variant of the last load at each held-out shape: a
+        failure, or ``{"shapes": [{"label", "median_ms"}]}``."""
+        self.rc.request("select", dict(self.builds[0], variant=k), what="building the variant")
+        shapes = []
         for shape, build in zip(self.shapes[1:], self.builds[1:]):
             what = f"shape {shape.label}"
             try:
@@ -161,14 +185,9 @@ class _Batch:
                 return _failed(F.EXTRA_SHAPES, f"{what}: {f.reason}")
             if not at.ok:
                 return _failed(F.EXTRA_SHAPES, f"{what}: {at.reason}")
-        calls = max(1, int(self.opts.get("calls") or DEFAULT_CALLS))
-        times = self._time(main, calls)
-        shapes = []
-        for shape in self.shapes[1:]:
-            t = self._time(shape, max(1, calls // 2))
+            t = self._time(shape, max(1, self.calls() // 2))
             shapes.append({"label": shape.label, "median_ms": t[len(t) // 2]})
-        return {"passed": True, "median_ms": times[len(times) // 2], "times_ms": times, "calls": len(times),
-                "shapes": shapes, "max_abs_err": cmp.max_abs_err, "rel_l2": cmp.rel_l2}
+        return {"shapes": shapes}
 
 
 def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str, Any]:
@@ -181,63 +200,111 @@ def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str
         st = check_file(path, require, problem.path)
         if not st.passed:
             results[i] = _failed(F.STATIC, st.reason)
-    # Groups of variants, each screened in one runner. A group that fails to
-    # load (its runner died or was tampered with while importing or
-    # recording) is split in halves, so one bad variant costs a few runners,
-    # not one per variant; alone, it fails with the runner's failure.
-    groups = [[i for i, r in enumerate(results) if r is None]]
-    phases = {"load_s": 0.0, "compile_s": 0.0, "runners": 0}
-    compiled = 0
-    while groups:
-        idx = [i for i in groups.pop(0) if results[i] is None]
-        if not idx:
-            continue
-        batch: Optional[_Batch] = None
-        loaded: List[Dict[str, Any]] = []
-        try:
-            batch = _Batch(problem, paths, opts)
-            phases["runners"] += 1
-            loaded = batch.load(idx)
-        except CheckFailure as f:
-            if batch is not None:
-                batch.close()
-            if len(idx) == 1:
-                results[idx[0]] = _failed(f.name, f.reason)
-            else:
-                groups[:0] = [idx[:len(idx) // 2], idx[len(idx) // 2:]]
-            continue
-        try:
+    run = _Passes(problem, paths, opts)
+    try:
+        run.go([i for i, r in enumerate(results) if r is None], results, held=False)
+        if problem.extra:
+            held: List[Optional[Dict[str, Any]]] = [None] * len(paths)
+            picked = contenders(results, opts)
+            run.go(picked, held, held=True)
+            for i in picked:
+                r = held[i] or _failed(F.CRASH, "no held-out screen")
+                results[i] = dict(results[i] or {}, **r) if "shapes" in r else r
+    finally:
+        run.close()
+    return {
+        "results": results,
+        "compiled": run.compiled,
+        "phases": dict(run.phases, total_s=time.perf_counter() - t0),
+        "method": _method(problem, opts),
+    }
+
+
+def contenders(results: List[Optional[Dict[str, Any]]], opts: Dict[str, Any]) -> List[int]:
+    """The variants screened again at the held-out shapes: the ``held_out_top``
+    fastest that passed, each within ``held_out_within_pct`` of the fastest;
+    in index order."""
+    top = int(opts.get("held_out_top") or HELD_OUT_TOP)
+    pct = float(opts.get("held_out_within_pct") or HELD_OUT_WITHIN_PCT)
+    ok = sorted((r["median_ms"], i) for i, r in enumerate(results) if r and r.get("passed"))
+    if not ok:
+        return []
+    limit = ok[0][0] * (1 + pct / 100)
+    return sorted(i for ms, i in ok[:top] if ms <= limit)
+
+
+class _Passes:
+    """The runners of one screen: groups of variants, each screened in one
+    runner (kept for the next pass while it lives). A group that fails to
+    load (its runner died or was tampered with while importing or recording)
+    is split in halves, so one bad variant costs a few runners, not one per
+    variant; alone, it fails with the runner's failure."""
+
+    def __init__(self, problem: Problem, paths: List[str], opts: Dict[str, Any]) -> None:
+        self.problem, self.paths, self.opts = problem, paths, opts
+        self.batch: Optional[_Batch] = None
+        self.phases: Dict[str, float] = {"load_s": 0.0, "compile_s": 0.0, "runners": 0}
+        self.compiled = 0
+
+    def _runner(self) -> _Batch:
+        if self.batch is None or self.batch.rc.closed:
+            self.close()
+            self.batch = _Batch(self.problem, self.paths, self.opts)
+            self.phases["runners"] += 1
+        return self.batch
+
+    def close(self) -> None:
+        b, self.batch = self.batch, None
+        if b is None:
+            return
+        self.phases["load_s"] += b.load_s
+        self.phases["compile_s"] += b.compile_s
+        self.compiled += b.compiled
+        b.close()
+
+    def go(self, pending: List[int], results: List[Optional[Dict[str, Any]]], held: bool) -> None:
+        """Screen the variants ``pending`` (at the held-out shapes where
+        ``held``) into ``results``."""
+        groups = [list(pending)]
+        while groups:
+            idx = [i for i in groups.pop(0) if results[i] is None]
+            if not idx:
+                continue
+            try:
+                loaded = self._runner().load(idx, held)
+            except CheckFailure as f:
+                self.close()
+                if len(idx) == 1:
+                    results[idx[0]] = _failed(f.name, f.reason)
+                else:
+                    groups[:0] = [idx[:len(idx) // 2], idx[len(idx) // 2:]]
+                continue
+            batch = self.batch
+            assert batch is not None
             for k, i in enumerate(idx):
                 err = loaded[k].get("error")
                 if err:
                     results[i] = _failed(str(err.get("kind") or F.EXCEPTION), str(err.get("message") or ""))
                     continue
                 try:
-                    results[i] = batch.one(k)
+                    results[i] = batch.held(k) if held else batch.one(k)
                 except CheckFailure as f:
                     results[i] = _failed(f.name, f.reason)
                     if batch.rc.closed:
                         # The runner is gone: the rest in a fresh one.
+                        self.close()
                         groups.insert(0, idx[k + 1:])
                         break
-        finally:
-            phases["load_s"] += batch.load_s
-            phases["compile_s"] += batch.compile_s
-            compiled += batch.compiled
-            batch.close()
-    return {
-        "results": results,
-        "compiled": compiled,
-        "phases": dict(phases, total_s=time.perf_counter() - t0),
-        "method": _method(problem, opts),
-    }
 
 
 def _method(problem: Problem, opts: Dict[str, Any]) -> str:
     calls = int(opts.get("calls") or DEFAULT_CALLS)
     held = ""
     if problem.extra:
-        held = f"; {len(problem.extra)} held-out shape(s) compared and timed ({max(1, calls // 2)} calls)"
+        top = int(opts.get("held_out_top") or HELD_OUT_TOP)
+        pct = float(opts.get("held_out_within_pct") or HELD_OUT_WITHIN_PCT)
+        held = (f"; the {top} fastest within {pct:g}% compared and timed ({max(1, calls // 2)} calls) "
+                f"at {len(problem.extra)} held-out shape(s)")
     if problem.device.is_gpu:
         return (f"screen: draw 1 compared, median of {calls} calls, each behind an L2 flush and a spin "
                 f"(device events){held}, all variants in one runner")

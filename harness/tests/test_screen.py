@@ -12,6 +12,7 @@ import unittest
 
 import torch
 
+from kagent_harness.screen import contenders
 from tests.worker_client import WorkerClient
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -227,7 +228,7 @@ class ScreenTest(unittest.TestCase):
                  # Wrong at every shape but the timed one's row length.
                  self._write("s2.py", KERNEL.replace("x.shape[1], BLOCK=128", "96, BLOCK=128"))]
         r = self.client.request("screen", timeout=600, problem_id=load["result"]["problem_id"],
-                                candidate_paths=paths, calls=4, warmup_ms=1)
+                                candidate_paths=paths, calls=4, warmup_ms=1, held_out_top=10, held_out_within_pct=1e6)
         self.assertTrue(r["ok"], r)
         res = r["result"]["results"]
         for i in (0, 2):
@@ -244,6 +245,33 @@ class ScreenTest(unittest.TestCase):
             # Launches at both shapes were compiled ahead: s0's and s1's at
             # each shape, s2's once (its two launches specialise alike).
             self.assertGreaterEqual(r["result"]["compiled"], 5, r["result"])
+
+    def test_only_contenders_go_to_the_held_out_shapes(self) -> None:
+        # With held_out_top 1, only the faster of two right variants is
+        # compiled, checked and timed at the held-out shape; the other keeps
+        # its timed-shape result and carries no shapes.
+        load = self.client.request("load_problem", problem_path=os.path.join(self.dir, "problem.py"), seeds=SEEDS,
+                                   atol=1e-5, rtol=1e-4, shapes=[{"rows": 3, "cols": 300}])
+        self.assertTrue(load["ok"], load)
+        paths = [self._write("c0.py", KERNEL.replace("BLOCK=128", "BLOCK=512")),
+                 self._write("c1.py", KERNEL.replace("BLOCK=128", "BLOCK=1024"))]
+        r = self.client.request("screen", timeout=600, problem_id=load["result"]["problem_id"],
+                                candidate_paths=paths, calls=4, warmup_ms=1, held_out_top=1)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        self.assertTrue(all(x["passed"] for x in res), res)
+        fast = min((0, 1), key=lambda i: (res[i]["median_ms"], i))
+        self.assertEqual(len(res[fast]["shapes"]), 1, res)
+        self.assertNotIn("shapes", res[1 - fast], res)
+        self.assertIn("the 1 fastest", r["result"]["method"])
+
+    def test_contenders(self) -> None:
+        ok = lambda ms: {"passed": True, "median_ms": ms}
+        results = [ok(1.24), {"passed": False}, ok(1.0), None, ok(1.2), ok(1.1)]
+        self.assertEqual(contenders(results, {}), [0, 2, 4, 5])
+        self.assertEqual(contenders(results, {"held_out_within_pct": 15}), [2, 5])
+        self.assertEqual(contenders(results, {"held_out_top": 3}), [2, 4, 5])
+        self.assertEqual(contenders([{"passed": False}, None], {}), [])
 
     def test_bad_request(self) -> None:
         r = self.client.request("screen", problem_id=self.pid, candidate_paths=["/no/such/file.py"])
