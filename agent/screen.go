@@ -89,7 +89,8 @@ func (s *screener) Screen(ctx context.Context, vs []search.Variant) ([]search.Sc
 	if len(cs) == 0 {
 		return out, nil
 	}
-	rep, err := s.sc.Screen(ctx, cs, platform.ScreenOptions{})
+	sc := s.l.cfg.StrategyConfig
+	rep, err := s.sc.Screen(ctx, cs, platform.ScreenOptions{HeldOutTop: sc.HeldOutTop, HeldOutWithinPct: sc.HeldOutWithinPct})
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,10 @@ func TestAutotuneLoop(t *testing.T) {
 	cfg.StrategyConfig.MaxVariants = 8
 	cfg.StrategyConfig.Finalists = 2
 	cfg.StrategyConfig.MaxNoImprovement = 1
+	// Every variant that passes goes to the held-out shape, however the
+	// cpu's times rank them.
+	cfg.StrategyConfig.HeldOutTop = 10
+	cfg.StrategyConfig.HeldOutWithinPct = 1e6
 	in := e.input(cfg, nil)
 	in.Tuner = fakeSpace{vs: []search.Variant{
 		{Label: "ROWS=1", Source: candidateSource(t, "slow.py")},
@@ -73,6 +77,15 @@ func TestAutotuneLoop(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"label":"SHAPED=1","passed":false,"failure":"extra_shapes"`) {
 		t.Errorf("the variant wrong at the held-out shape did not fail there:\n%s", data)
+	}
+	for _, l := range lines {
+		var d screenLine
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Passed && len(d.Shapes) != 1 {
+			t.Errorf("%s passed without a time at the held-out shape (held_out_top and held_out_within_pct not applied): %s", d.Label, l)
+		}
 	}
 	var rep struct {
 		Screening *struct {

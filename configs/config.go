@@ -109,6 +109,11 @@ type StrategyConfig struct {
 	// Finalists is how many screened variants the autotune strategy
 	// verifies and times in full after a walk (0 = 3).
 	Finalists int `yaml:"finalists"`
+	// HeldOutTop and HeldOutWithinPct pick the screened variants that are
+	// screened again at the held-out shapes: the HeldOutTop fastest (0 = 12)
+	// within HeldOutWithinPct of the fastest (0 = 25).
+	HeldOutTop       int     `yaml:"held_out_top"`
+	HeldOutWithinPct float64 `yaml:"held_out_within_pct"`
 }
 
 // SearchSettings are the strategy's settings (strategy_config and

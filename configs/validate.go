@@ -117,6 +117,9 @@ func (c *Config) Validate() error {
 	if c.StrategyConfig.MaxVariants < 0 || c.StrategyConfig.PolishRounds < 0 {
 		add("strategy_config.max_variants and strategy_config.polish_rounds must not be negative")
 	}
+	if c.StrategyConfig.HeldOutTop < 0 || c.StrategyConfig.HeldOutWithinPct < 0 {
+		add("strategy_config.held_out_top and strategy_config.held_out_within_pct must not be negative (0 for the defaults, 12 and 25)")
+	}
 	if c.LLM.MaxConcurrency < 1 {
 		add("llm.max_concurrency is %d: set it to 1 or more", c.LLM.MaxConcurrency)
 	}

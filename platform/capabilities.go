@@ -113,6 +113,11 @@ type ScreenOptions struct {
 	Calls    int
 	WarmupMS float64
 	Threads  int
+	// HeldOutTop and HeldOutWithinPct pick the variants screened again at
+	// the problem's held-out shapes: the HeldOutTop fastest that passed,
+	// within HeldOutWithinPct of the fastest (zero values: 12 and 25%).
+	HeldOutTop       int
+	HeldOutWithinPct float64
 }
 
 // Screening is one variant's screen.
