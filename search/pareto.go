@@ -1,21 +1,35 @@
 package search
 
-// Pareto returns the indices, in order, of the points no other point
-// dominates: a point is dominated by one that is nowhere more than tiePct
-// slower and somewhere more than tiePct faster. Each point is a time per
-// shape (the timed shape first, then the held-out ones); points of
-// different lengths are never compared, and a point with a time of zero or
-// less is left out. tiePct is the timer's resolution: points within it of
-// one another are not ranked, so both stay.
+import (
+	"cmp"
+	"slices"
+)
+
+// Pareto returns the indices, in order, of the Pareto set: the points
+// taken in order of their time at the timed shape (the first), each kept
+// unless a point kept before it dominates it. A point is dominated by one
+// that is nowhere more than tiePct slower and somewhere more than tiePct
+// faster. Each point is a time per shape (the timed shape first, then the
+// held-out ones); points of different lengths are never compared, and a
+// point with a time of zero or less is left out. tiePct is the timer's
+// resolution: points within it of one another are not ranked, so both stay.
+// With a tie, dominance is not transitive (p dominates q and q dominates r
+// while p does not dominate r); judging each point only by the points kept
+// before it keeps the fastest at the timed shape always, and keeps r there,
+// where judging by every point would drop both q and r.
 func Pareto(points [][]float64, tiePct float64) []int {
-	var out []int
+	order := make([]int, 0, len(points))
 	for i, p := range points {
-		if !positive(p) {
-			continue
+		if positive(p) {
+			order = append(order, i)
 		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(points[a][0], points[b][0]) })
+	var out []int
+	for _, i := range order {
 		dominated := false
-		for j, q := range points {
-			if j != i && len(q) == len(p) && positive(q) && dominates(q, p, tiePct/100) {
+		for _, j := range out {
+			if len(points[j]) == len(points[i]) && dominates(points[j], points[i], tiePct/100) {
 				dominated = true
 				break
 			}
@@ -24,6 +38,7 @@ func Pareto(points [][]float64, tiePct float64) []int {
 			out = append(out, i)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 

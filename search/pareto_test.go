@@ -19,6 +19,7 @@ func TestPareto(t *testing.T) {
 		{"within the tie everywhere: both stay", [][]float64{{1.0, 1.0}, {1.009, 0.995}}, 1, []int{0, 1}},
 		{"no time is left out", [][]float64{{1.0, 0}, {2.0, 2.0}, {-1, 1}, {}}, 1, []int{1}},
 		{"lengths differ: not compared", [][]float64{{1.0}, {2.0, 1.0}}, 1, []int{0, 1}},
+		{"a chain of ties keeps the fastest at the timed shape", [][]float64{{1.018, 0.5}, {1.009, 1.0}, {1.0, 2.0}}, 1, []int{0, 1, 2}},
 		{"none", nil, 1, nil},
 	}
 	for _, c := range cases {
