@@ -27,6 +27,10 @@ The ``screen`` op ranks a batch instead:
    compiled at the timed shape only, which is most of a screen's saving on a
    problem with held-out shapes (each shape is another compile of every
    launch). Full verification checks every shape of whatever a tuner picks.
+   With ``held_out: "none"`` there is no such step; with ``held_out:
+   "only"`` this step is all there is, for every variant of the batch (a
+   tuner that screens its walk at the timed shape and, once its search
+   ends, its best variants at the held-out shapes).
 
 A screening time is a ranking, never a candidate's time: the variants share
 one runner, so one could disturb another's calls, and none of the other
@@ -64,6 +68,19 @@ DEFAULT_THREADS = 8
 # variants that passed, each within HELD_OUT_WITHIN_PCT of the fastest.
 HELD_OUT_TOP = 12
 HELD_OUT_WITHIN_PCT = 25.0
+# The request's ``held_out``: the contenders again at the held-out shapes
+# (the default), no held-out shapes, or every variant at the held-out shapes
+# only (no screen at the timed shape: each result has ``shapes`` alone).
+HELD_OUT_CONTENDERS = "contenders"
+HELD_OUT_NONE = "none"
+HELD_OUT_ONLY = "only"
+
+
+def held_out_mode(opts: Dict[str, Any]) -> str:
+    mode = str(opts.get("held_out") or HELD_OUT_CONTENDERS)
+    if mode not in (HELD_OUT_CONTENDERS, HELD_OUT_NONE, HELD_OUT_ONLY):
+        raise ValueError(f"held_out {mode!r} is not one of contenders, none, only")
+    return mode
 
 
 def _failed(kind: str, reason: str) -> Dict[str, Any]:
@@ -200,10 +217,23 @@ def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str
         st = check_file(path, require, problem.path)
         if not st.passed:
             results[i] = _failed(F.STATIC, st.reason)
+    mode = held_out_mode(opts)
+    pending = [i for i, r in enumerate(results) if r is None]
     run = _Passes(problem, paths, opts)
     try:
-        run.go([i for i, r in enumerate(results) if r is None], results, held=False)
-        if problem.extra:
+        if mode == HELD_OUT_ONLY:
+            # Every variant at the held-out shapes only (a tuner's last
+            # screen, of the variants it ranked best over its whole search).
+            if not problem.extra:
+                for i in pending:
+                    results[i] = {"passed": True}
+            run.go(pending, results, held=True)
+            for i in pending:
+                r = results[i] or _failed(F.CRASH, "no held-out screen")
+                results[i] = dict(r, passed=True) if "shapes" in r else r
+        else:
+            run.go(pending, results, held=False)
+        if problem.extra and mode == HELD_OUT_CONTENDERS:
             held: List[Optional[Dict[str, Any]]] = [None] * len(paths)
             picked = contenders(results, opts)
             run.go(picked, held, held=True)
@@ -299,8 +329,14 @@ class _Passes:
 
 def _method(problem: Problem, opts: Dict[str, Any]) -> str:
     calls = int(opts.get("calls") or DEFAULT_CALLS)
+    mode = held_out_mode(opts)
+    if mode == HELD_OUT_ONLY:
+        if not problem.extra:
+            return "screen at the held-out shapes: the problem has none"
+        return (f"screen at {len(problem.extra)} held-out shape(s): draw 1 compared, median of "
+                f"{max(1, calls // 2)} calls, all variants in one runner")
     held = ""
-    if problem.extra:
+    if problem.extra and mode == HELD_OUT_CONTENDERS:
         top = int(opts.get("held_out_top") or HELD_OUT_TOP)
         pct = float(opts.get("held_out_within_pct") or HELD_OUT_WITHIN_PCT)
         held = (f"; the {top} fastest within {pct:g}% compared and timed ({max(1, calls // 2)} calls) "

@@ -277,13 +277,17 @@ class Worker:
     def screen(self, req: Dict[str, Any]) -> Dict[str, Any]:
         """Screen a batch of knob variants in one runner (screen.py)."""
         from .failures import RequestError
-        from .screen import screen
+        from .screen import held_out_mode, screen
 
         problem = self._problem(req)
         paths = [str(p) for p in req.get("candidate_paths") or []]
         bad = [p for p in paths if not os.path.isfile(p)]
         if bad:
             raise RequestError("bad_request", f"candidate_paths: {bad[0]!r} is not a file")
+        try:
+            held_out_mode(req)
+        except ValueError as exc:
+            raise RequestError("bad_request", str(exc)) from None
         self._make_room(self._need(problem, "verify"))
         with self._active():
             return screen(problem, paths, {**req, "require_triton": _require_triton(req)})

@@ -265,6 +265,45 @@ class ScreenTest(unittest.TestCase):
         self.assertNotIn("shapes", res[1 - fast], res)
         self.assertIn("the 1 fastest", r["result"]["method"])
 
+    def test_held_out_none_and_only(self) -> None:
+        # held_out "none" screens at the timed shape alone; "only" screens
+        # every variant at the held-out shapes alone: a variant wrong there
+        # fails as extra_shapes, a right one passes with shapes and no
+        # timed-shape time.
+        load = self.client.request("load_problem", problem_path=os.path.join(self.dir, "problem.py"), seeds=SEEDS,
+                                   atol=1e-5, rtol=1e-4, shapes=[{"rows": 3, "cols": 300}])
+        self.assertTrue(load["ok"], load)
+        pid = load["result"]["problem_id"]
+        paths = [self._write("n0.py", KERNEL.replace("BLOCK=128", "BLOCK=512")),
+                 self._write("n1.py", KERNEL.replace("x.shape[1], BLOCK=128", "96, BLOCK=128"))]
+        r = self.client.request("screen", timeout=600, problem_id=pid, candidate_paths=paths, calls=4, warmup_ms=1,
+                                held_out="none", held_out_top=10, held_out_within_pct=1e6)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        self.assertTrue(res[0]["passed"], res[0])
+        self.assertNotIn("shapes", res[0], res)
+        self.assertNotIn("held-out", r["result"]["method"])
+        r = self.client.request("screen", timeout=600, problem_id=pid, candidate_paths=paths, calls=4, warmup_ms=1,
+                                held_out="only")
+        self.assertTrue(r["ok"], r)
+        res = r["result"]["results"]
+        self.assertTrue(res[0]["passed"], res[0])
+        self.assertNotIn("median_ms", res[0], res[0])
+        self.assertEqual(len(res[0]["shapes"]), 1, res[0])
+        self.assertGreater(res[0]["shapes"][0]["median_ms"], 0)
+        self.assertFalse(res[1]["passed"], res[1])
+        self.assertEqual(res[1]["failure"], "extra_shapes", res[1])
+        self.assertIn("at 1 held-out shape", r["result"]["method"])
+        # Without held-out shapes, "only" has nothing to screen.
+        r = self.client.request("screen", timeout=600, problem_id=self.pid, candidate_paths=paths[:1], held_out="only")
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["result"]["results"], [{"passed": True}], r)
+        self.assertIn("has none", r["result"]["method"])
+        r = self.client.request("screen", problem_id=self.pid, candidate_paths=paths[:1], held_out="some")
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["error"]["kind"], "bad_request")
+        self.assertIn("held_out", r["error"]["message"])
+
     def test_contenders(self) -> None:
         ok = lambda ms: {"passed": True, "median_ms": ms}
         results = [ok(1.24), {"passed": False}, ok(1.0), None, ok(1.2), ok(1.1)]
