@@ -207,12 +207,16 @@ func (p *pipeline) retime(ctx context.Context, c store.Candidate, b *platform.Bu
 // synthetic roofline, or "" to run the profiler. Under "improving" only the
 // input is profiled when timed; a candidate is profiled when it becomes the
 // best or a beam parent (profileSkipped), the only times its metrics are used.
+// Under "final" the best is profiled once, when the run ends.
 func (p *pipeline) skipProfile(c store.Candidate) string {
 	switch {
 	case p.cfg.ProfileCandidates == configs.ProfileNone:
 		return "profile_candidates is none"
 	case p.cfg.ProfileCandidates == configs.ProfileAll || c.ParentID == "":
 		return ""
+	}
+	if p.cfg.ProfileCandidates == configs.ProfileFinal {
+		return "profiled only if it is the best when the run ends, or a parent"
 	}
 	return "profiled only if it becomes the best or a parent"
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
 	"github.com/kagent-kernels/kagent/platform"
 )
 
@@ -244,7 +245,7 @@ func (l *loop) promote(ctx context.Context, r int, retimed []string) (int, error
 			return n, err
 		}
 	}
-	if n > 0 {
+	if n > 0 && l.cfg.ProfileCandidates != configs.ProfileFinal {
 		best, err := l.st.Candidate(ctx, l.runID, l.bestID)
 		if err != nil {
 			return n, err

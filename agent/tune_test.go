@@ -150,6 +150,10 @@ type countingSession struct {
 	mu       sync.Mutex
 	profiled []string
 	prepared int // PrepareProfile calls
+	// rounds, when set, counts the rounds finished; at is its value at each
+	// profile, in the order of profiled.
+	rounds func() int
+	at     []int
 }
 
 func (s *countingSession) PrepareProfile() {
@@ -170,6 +174,9 @@ func counting(t testing.TB, s platform.Session) *countingSession {
 func (s *countingSession) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
 	s.mu.Lock()
 	s.profiled = append(s.profiled, c.ID)
+	if s.rounds != nil {
+		s.at = append(s.at, s.rounds())
+	}
 	s.mu.Unlock()
 	return s.Session.Profile(ctx, c)
 }
@@ -182,6 +189,7 @@ func TestProfilePolicy(t *testing.T) {
 		want   []string // directions profiled
 	}{
 		{configs.ProfileImproving, []string{"input", "(the best)"}},
+		{configs.ProfileFinal, []string{"input", "(the best)"}},
 		{configs.ProfileAll, []string{"input", "tune: FUSED=1", "tune: ROWS=1"}},
 		{configs.ProfileNone, nil},
 	} {
@@ -195,12 +203,21 @@ func TestProfilePolicy(t *testing.T) {
 			in := e.input(cfg, nil)
 			in.Tuner = fakeTuner(t, &calls)
 			cs := counting(t, e.sess)
+			cs.rounds = func() int { return e.eventKinds()[EventRoundFinished] }
 			in.Session = cs
 			res, err := Run(context.Background(), in)
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
 			all := mustCandidates(t, e.store, res.RunID)
+			if tc.policy == configs.ProfileFinal {
+				// The best is profiled once, after the last round (0 and 1).
+				for i, id := range cs.profiled {
+					if id != store.InputID && cs.at[i] != 2 {
+						t.Errorf("%s profiled after %d finished rounds, want 2 (when the run ends)", id, cs.at[i])
+					}
+				}
+			}
 			var got []string
 			for _, id := range cs.profiled {
 				c := all[id]

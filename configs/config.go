@@ -27,6 +27,7 @@ const (
 // Profiling policies (profile_candidates).
 const (
 	ProfileImproving = "improving"
+	ProfileFinal     = "final"
 	ProfileAll       = "all"
 	ProfileNone      = "none"
 )
@@ -53,8 +54,11 @@ type Config struct {
 	// ProfileCandidates says which timed candidates the platform's profiler
 	// (ncu, rocprofv3) runs on: "improving" (the default: the input, and a
 	// candidate when it becomes the best at the end of a round, or a beam
-	// parent before its diagnosis), "all", or "none". The others are placed on
-	// the synthetic roofline (measured time against the problem's bytes).
+	// parent before its diagnosis), "final" (as improving, but the best is
+	// profiled once, when the run ends, not at each promotion: the knob
+	// searches, which read no metrics while they search), "all", or "none".
+	// The others are placed on the synthetic roofline (measured time against
+	// the problem's bytes).
 	ProfileCandidates string `yaml:"profile_candidates"`
 	Python            string `yaml:"python"`
 	// Size is the timed shape: a name of the kernel dir's sizes (kagent.yaml)
@@ -109,9 +113,10 @@ type StrategyConfig struct {
 	// Finalists is how many screened variants the autotune strategy
 	// verifies and times in full after a walk (0 = 3).
 	Finalists int `yaml:"finalists"`
-	// HeldOutTop and HeldOutWithinPct pick the screened variants that are
-	// screened again at the held-out shapes: the HeldOutTop fastest (0 = 12)
-	// within HeldOutWithinPct of the fastest (0 = 25).
+	// HeldOutTop and HeldOutWithinPct pick the screened variants screened
+	// again at the held-out shapes once the search has ended: the run's
+	// HeldOutTop fastest (0 = 12) within HeldOutWithinPct of the fastest
+	// (0 = 25).
 	HeldOutTop       int     `yaml:"held_out_top"`
 	HeldOutWithinPct float64 `yaml:"held_out_within_pct"`
 }

@@ -52,7 +52,7 @@ func Words(names []string, last string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
 }
 
-var profilePolicies = []string{ProfileImproving, ProfileAll, ProfileNone}
+var profilePolicies = []string{ProfileImproving, ProfileFinal, ProfileAll, ProfileNone}
 
 // Validate checks the whole configuration and reports every problem found,
 // each saying what to change.
