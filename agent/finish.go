@@ -10,6 +10,7 @@ import (
 
 	"github.com/kagent-kernels/kagent/agent/llm"
 	"github.com/kagent-kernels/kagent/agent/store"
+	"github.com/kagent-kernels/kagent/configs"
 	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/platform"
 )
@@ -22,9 +23,23 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 	if err != nil {
 		return l.fail(ctx, err)
 	}
+	if l.scr != nil {
+		if err := l.scr.heldOut(ctx); err != nil {
+			if ctx.Err() != nil {
+				return l.fail(ctx, ctx.Err())
+			}
+			l.log.Warn("held-out screen", "err", err) // the report's Pareto set goes without
+		}
+	}
 	best, err := l.st.Candidate(ctx, l.runID, l.bestID)
 	if err != nil {
 		return l.fail(ctx, err)
+	}
+	if l.cfg.ProfileCandidates == configs.ProfileFinal {
+		// Profiled once, now that it is final, not at each promotion.
+		if best, err = l.profileSkipped(ctx, best); err != nil {
+			return l.fail(ctx, err)
+		}
 	}
 	bestPath := l.art.path("best_kernel.py")
 	if err := l.art.write("best_kernel.py", []byte(best.Source)); err != nil {

@@ -33,6 +33,9 @@ type screenLine struct {
 	MedianMS float64 `json:"median_ms,omitempty"`
 	// Shapes are the screen times at the held-out shapes.
 	Shapes []platform.ShapeTime `json:"shapes,omitempty"`
+	// HeldOut marks the line of a contender screened at the held-out shapes
+	// once the search ended (heldOut); MedianMS is then its walk's.
+	HeldOut bool `json:"held_out,omitempty"`
 }
 
 // screener is the loop's tuner on a platform that screens: the knob space
@@ -47,6 +50,7 @@ type screener struct {
 	mu     sync.Mutex
 	done   map[string]screenLine // by source hash, read from screensFile once
 	method string                // how the last screen screened
+	held   string                // how the contenders were screened at the held-out shapes
 }
 
 // withScreener gives the strategy a tuner that also screens, where the
@@ -89,8 +93,9 @@ func (s *screener) Screen(ctx context.Context, vs []search.Variant) ([]search.Sc
 	if len(cs) == 0 {
 		return out, nil
 	}
-	sc := s.l.cfg.StrategyConfig
-	rep, err := s.sc.Screen(ctx, cs, platform.ScreenOptions{HeldOutTop: sc.HeldOutTop, HeldOutWithinPct: sc.HeldOutWithinPct})
+	// The walk screens at the timed shape alone; its contenders go to the
+	// held-out shapes once, when the search has ended (heldOut).
+	rep, err := s.sc.Screen(ctx, cs, platform.ScreenOptions{HeldOut: platform.HeldOutNone})
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +125,94 @@ func (s *screener) Screen(ctx context.Context, vs []search.Variant) ([]search.Sc
 	return out, nil
 }
 
+// Contenders screened at the held-out shapes when strategy_config leaves
+// held_out_top and held_out_within_pct at zero.
+const (
+	heldOutTop       = 12
+	heldOutWithinPct = 25.0
+)
+
+// heldOut screens the run's contenders at the problem's held-out shapes once
+// its search has ended: the held_out_top fastest screened variants that
+// passed, each within held_out_within_pct of the fastest. The report's
+// Pareto set is drawn from them. A contender wrong at a held-out shape is
+// marked failed (extra_shapes); one screened there before (a resumed
+// finish) is not screened again.
+func (s *screener) heldOut(ctx context.Context) error {
+	if len(s.l.in.Task.Options.Shapes) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(); err != nil {
+		return err
+	}
+	sc := s.l.cfg.StrategyConfig
+	top, pct := cmp.Or(sc.HeldOutTop, heldOutTop), cmp.Or(sc.HeldOutWithinPct, heldOutWithinPct)
+	passed := s.passed()
+	if len(passed) == 0 {
+		return nil
+	}
+	limit := passed[0].MedianMS * (1 + pct/100)
+	var picked []screenLine
+	var cs []platform.Candidate
+	for _, d := range passed[:min(top, len(passed))] {
+		if d.MedianMS > limit || d.HeldOut {
+			continue
+		}
+		rel := fmt.Sprintf("screen/%s.py", d.Hash[:16])
+		src, err := os.ReadFile(s.l.art.path(rel))
+		if err != nil {
+			return fmt.Errorf("held-out screen: %w", err)
+		}
+		picked = append(picked, d)
+		cs = append(cs, platform.Candidate{ID: "screen-" + d.Hash[:12], Path: s.l.art.path(rel), Source: string(src)})
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	rep, err := s.sc.Screen(ctx, cs, platform.ScreenOptions{HeldOut: platform.HeldOutOnly})
+	if err != nil {
+		return err
+	}
+	var lines bytes.Buffer
+	ok := 0
+	for k, d := range picked {
+		r := rep.Results[k]
+		d.HeldOut = true
+		if r.Passed {
+			d.Shapes = r.Shapes
+			ok++
+		} else {
+			d.Passed, d.Failure, d.Reason = false, r.Failure, oneLine(r.Reason)
+		}
+		s.done[d.Hash] = d
+		b, _ := json.Marshal(d)
+		lines.Write(append(b, '\n'))
+	}
+	s.held = fmt.Sprintf("once the search ended, its %d fastest within %g%% of the fastest: %s", len(cs), pct, rep.Method)
+	if err := s.l.art.appendTo(screensFile, lines.Bytes()); err != nil {
+		return err
+	}
+	s.l.ev.emit(Event{Event: EventScreened, Round: ptr(s.round), Screened: len(cs), Slots: ok,
+		ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method})
+	return nil
+}
+
+// passed are the screened variants that passed, fastest first.
+func (s *screener) passed() []screenLine {
+	var passed []screenLine
+	for _, d := range s.done {
+		if d.Passed && d.MedianMS > 0 {
+			passed = append(passed, d)
+		}
+	}
+	slices.SortFunc(passed, func(a, b screenLine) int {
+		return cmp.Or(cmp.Compare(a.MedianMS, b.MedianMS), strings.Compare(a.Hash, b.Hash))
+	})
+	return passed
+}
+
 // paretoShown bounds the Pareto variants a report lists.
 const paretoShown = 12
 
@@ -141,16 +234,11 @@ func (s *screener) summary(ids map[string]string) (*report.Screening, error) {
 	if sum.Method == "" {
 		sum.Method = "screened before the run was resumed"
 	}
-	var passed []screenLine
-	for _, d := range s.done {
-		if d.Passed && d.MedianMS > 0 {
-			passed = append(passed, d)
-		}
+	if s.held != "" {
+		sum.Method += "; " + s.held
 	}
+	passed := s.passed()
 	sum.Passed = len(passed)
-	slices.SortFunc(passed, func(a, b screenLine) int {
-		return cmp.Or(cmp.Compare(a.MedianMS, b.MedianMS), strings.Compare(a.Hash, b.Hash))
-	})
 	// The held-out shapes are those of the screens that have the most.
 	for _, d := range passed {
 		if len(d.Shapes) > len(sum.Shapes) {
