@@ -14,10 +14,13 @@
 #               verified and timed in full, as its preset does.
 # and prints, for each: the best speedup over the mistuned input, the
 # fraction of the exhaustive speedup it reached ((s-1)/(s_exh-1)), its wall
-# time, its search time (from the end of round 0 to the end of its last
-# round: the baselines, the input's own evaluation and the final acceptance
-# gate, the same for every mode, are outside it), the fractions of the
+# time, its search time (from the end of round 0 to the run's end: every
+# round, then autotune's held-out screen of its contenders, the final
+# acceptance gate and the best's profile; the baselines and the input's own
+# evaluation, the same for every mode, are outside it), the fractions of the
 # exhaustive times, the variants evaluated in full and the variants screened.
+# Every mode profiles the best once, at the run's end (profile_candidates:
+# final, as the knob-search presets do).
 # The size timed is bench/tune/<example>.size (KEY=VALUE,... of the problem's
 # size constants; SIZE overrides it; the cpu platform uses the cpu size).
 # Writes OUT/table.md, OUT/table.json and, per run, OUT/<example>-<mode>/
@@ -51,6 +54,7 @@ examples=${EXAMPLES:-$(cd "$root/bench/tune" && ls ./*.sed | sed 's|^\./||; s|\.
 
 # config MODE: the run's configuration.
 config() {
+  printf 'profile_candidates: final\n'
   case $1 in
   exhaustive) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: 1000\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" ;;
   halving) printf 'strategy: halving\nmax_rounds: %s\nstrategy_config:\n  max_variants: %s\n  eta: %s\n  max_no_improvement: 1\n' "$ROUNDS" "$MAX_VARIANTS" "$ETA" ;;
@@ -89,13 +93,15 @@ try:
     evs = [json.loads(l) for l in open(keep + "/events.jsonl") if l.strip()]
 except (OSError, ValueError):
     evs = []
-# The search: from the end of round 0 to the end of the last round (or the
-# last event of a cut run).
+# The search: from the end of round 0 to the run's end (or the last event of
+# a cut run); rounds_seconds stops at the end of the last round.
 when = lambda e: datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp()
 r0 = [e for e in evs if e.get("event") == "round_finished" and e.get("round") == 0]
 late = [e for e in evs if e.get("round", 0) > 0]
-ends = late if row["cut"] else [e for e in late if e.get("event") == "round_finished"] or late
+rounds = [e for e in late if e.get("event") == "round_finished"] or late
+ends = [e for e in evs if e.get("event") == "run_finished"] or late
 row["search_seconds"] = round(when(ends[-1]) - when(r0[0]), 1) if r0 and ends else 0.0
+row["rounds_seconds"] = round(when(rounds[-1]) - when(r0[0]), 1) if r0 and rounds else 0.0
 row["screened"] = sum(e.get("screened", 0) for e in evs if e.get("event") == "screened")
 try:
     r = json.load(open(keep + "/report.json"))
