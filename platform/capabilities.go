@@ -108,7 +108,8 @@ type Screener interface {
 }
 
 // ScreenOptions sets a screening's budget (zero values: the harness's
-// defaults, 20 timed calls after a 5 ms warm-up, 8 compile threads).
+// defaults, 20 timed calls after a 5 ms warm-up, one compile thread per
+// core, at most 16).
 type ScreenOptions struct {
 	Calls    int
 	WarmupMS float64

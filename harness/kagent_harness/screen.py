@@ -62,8 +62,18 @@ from .verify import problem_tolerance
 # Timed calls per variant and warm-up when the request names none.
 DEFAULT_CALLS = 20
 DEFAULT_WARMUP_MS = 5.0
-# Variants whose launches one precompile compiles on its threads.
-DEFAULT_THREADS = 8
+# The threads one precompile compiles its variants' launches on when the
+# request names none: one per core this process may run on, at most
+# MAX_THREADS.
+MAX_THREADS = 16
+
+
+def default_threads() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_THREADS, cores))
 # The contenders screened at the held-out shapes: at most HELD_OUT_TOP of the
 # variants that passed, each within HELD_OUT_WITHIN_PCT of the fastest.
 HELD_OUT_TOP = 12
@@ -120,7 +130,7 @@ class _Batch:
         shapes = [dict(b, args=self._args(s)) for s, b in zip(self.shapes[:n], self.builds[:n])]
         reply = self.rc.request("precompile", dict(shapes[0], **{
             "variants": variants, "shapes": shapes, "entry": str(self.opts.get("entry") or ""),
-            "threads": int(self.opts.get("threads") or DEFAULT_THREADS), "tf32": problem.tf32,
+            "threads": int(self.opts.get("threads") or default_threads()), "tf32": problem.tf32,
             "dtype": dtype_name(problem.dtype) if problem.dtype is not None else ""}),
             what="loading the variants")
         self.load_s += float(reply.get("load_s") or 0.0)
