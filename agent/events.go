@@ -76,6 +76,10 @@ type Event struct {
 	Screened int     `json:"screened,omitempty"`
 	ScreenS  float64 `json:"screen_s,omitempty"`
 	Compiled int     `json:"compiled,omitempty"`
+	// screened: of ScreenS, the seconds importing and recording the
+	// variants, and compiling their launches
+	LoadS    float64 `json:"load_s,omitempty"`
+	CompileS float64 `json:"compile_s,omitempty"`
 	// round_finished
 	Promotions int `json:"promotions,omitempty"`
 

@@ -121,7 +121,8 @@ func (s *screener) Screen(ctx context.Context, vs []search.Variant) ([]search.Sc
 		return nil, &fatalError{err}
 	}
 	s.l.ev.emit(Event{Event: EventScreened, Round: ptr(s.round), Screened: len(cs), Slots: passed,
-		MedianMS: fastest, ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method})
+		MedianMS: fastest, ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method,
+		LoadS: rep.Phases["load_s"], CompileS: rep.Phases["compile_s"]})
 	return out, nil
 }
 
@@ -195,7 +196,8 @@ func (s *screener) heldOut(ctx context.Context) error {
 		return err
 	}
 	s.l.ev.emit(Event{Event: EventScreened, Round: ptr(s.round), Screened: len(cs), Slots: ok,
-		ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method})
+		ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method,
+		LoadS: rep.Phases["load_s"], CompileS: rep.Phases["compile_s"]})
 	return nil
 }
 
