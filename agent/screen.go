@@ -149,16 +149,11 @@ func (s *screener) heldOut(ctx context.Context) error {
 		return err
 	}
 	sc := s.l.cfg.StrategyConfig
-	top, pct := cmp.Or(sc.HeldOutTop, heldOutTop), cmp.Or(sc.HeldOutWithinPct, heldOutWithinPct)
-	passed := s.passed()
-	if len(passed) == 0 {
-		return nil
-	}
-	limit := passed[0].MedianMS * (1 + pct/100)
+	pct := cmp.Or(sc.HeldOutWithinPct, heldOutWithinPct)
 	var picked []screenLine
 	var cs []platform.Candidate
-	for _, d := range passed[:min(top, len(passed))] {
-		if d.MedianMS > limit || d.HeldOut {
+	for _, d := range contenders(s.passed(), cmp.Or(sc.HeldOutTop, heldOutTop), pct) {
+		if d.HeldOut {
 			continue
 		}
 		rel := fmt.Sprintf("screen/%s.py", d.Hash[:16])
@@ -199,6 +194,18 @@ func (s *screener) heldOut(ctx context.Context) error {
 		ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method,
 		LoadS: rep.Phases["load_s"], CompileS: rep.Phases["compile_s"]})
 	return nil
+}
+
+// contenders are the top fastest of passed (fastest first), each within
+// pct percent of the fastest.
+func contenders(passed []screenLine, top int, pct float64) []screenLine {
+	passed = passed[:min(top, len(passed))]
+	for i, d := range passed {
+		if d.MedianMS > passed[0].MedianMS*(1+pct/100) {
+			return passed[:i]
+		}
+	}
+	return passed
 }
 
 // passed are the screened variants that passed, fastest first.

@@ -191,3 +191,34 @@ func TestScreenerReadsBackItsScreens(t *testing.T) {
 		t.Errorf("screens read back %+v, first %+v", again, first)
 	}
 }
+
+// TestContenders: the contenders screened at the held-out shapes are the
+// held_out_top fastest that passed, each within held_out_within_pct of the
+// fastest.
+func TestContenders(t *testing.T) {
+	passed := []screenLine{{Label: "a", MedianMS: 1.0}, {Label: "b", MedianMS: 1.1}, {Label: "c", MedianMS: 1.2}, {Label: "d", MedianMS: 1.24}}
+	labels := func(ds []screenLine) string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Label)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		top  int
+		pct  float64
+		want string
+	}{
+		{heldOutTop, heldOutWithinPct, "a,b,c,d"},
+		{heldOutTop, 15, "a,b"},
+		{3, heldOutWithinPct, "a,b,c"},
+		{1, heldOutWithinPct, "a"},
+	} {
+		if got := labels(contenders(passed, tc.top, tc.pct)); got != tc.want {
+			t.Errorf("contenders(top %d, %g%%) = %s, want %s", tc.top, tc.pct, got, tc.want)
+		}
+	}
+	if got := contenders(nil, heldOutTop, heldOutWithinPct); len(got) != 0 {
+		t.Errorf("contenders of nothing = %v", got)
+	}
+}

@@ -114,21 +114,12 @@ type ScreenOptions struct {
 	Calls    int
 	WarmupMS float64
 	Threads  int
-	// HeldOut says what the screen does at the problem's held-out shapes
-	// (HeldOutContenders when empty).
+	// HeldOut says which shapes the screen is at (HeldOutNone when empty).
 	HeldOut string
-	// HeldOutTop and HeldOutWithinPct pick the contenders screened again at
-	// the problem's held-out shapes: the HeldOutTop fastest that passed,
-	// within HeldOutWithinPct of the fastest (zero values: 12 and 25%).
-	HeldOutTop       int
-	HeldOutWithinPct float64
 }
 
-// What a screen does at the problem's held-out shapes (ScreenOptions.HeldOut).
+// Which shapes a screen is at (ScreenOptions.HeldOut).
 const (
-	// HeldOutContenders screens every variant at the timed shape, then the
-	// contenders again at each held-out shape.
-	HeldOutContenders = "contenders"
 	// HeldOutNone screens at the timed shape alone.
 	HeldOutNone = "none"
 	// HeldOutOnly screens every variant at the held-out shapes alone: each

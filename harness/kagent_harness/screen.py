@@ -17,20 +17,16 @@ The ``screen`` op ranks a batch instead:
    reference at the problem's tolerance (unwritten elements fail); then
    ``calls`` timed calls, each behind an L2 flush and a spin as a full
    timing's (the median is the screening time);
-4. the contenders (the ``held_out_top`` fastest variants that passed, among
-   those within ``held_out_within_pct`` of the fastest) again, at each
-   held-out shape (kagent.yaml ``shapes``): compiled there, compared with
-   the shape's first draw (a variant wrong there fails as ``extra_shapes``,
-   before any full verification) and timed with half as many calls, so that
-   a tuner can keep the variants that are best across shapes (``shapes``),
-   not only at the timed one. The others carry no ``shapes``: they are
-   compiled at the timed shape only, which is most of a screen's saving on a
-   problem with held-out shapes (each shape is another compile of every
-   launch). Full verification checks every shape of whatever a tuner picks.
-   With ``held_out: "none"`` there is no such step; with ``held_out:
-   "only"`` this step is all there is, for every variant of the batch (a
-   tuner that screens its walk at the timed shape and, once its search
-   ends, its best variants at the held-out shapes).
+4. with ``held_out: "only"``, this step instead, and no screen at the timed
+   shape: each variant at each held-out shape (kagent.yaml ``shapes``),
+   compiled there, compared with the shape's first draw (a variant wrong
+   there fails as ``extra_shapes``) and timed with half as many calls; each
+   result has ``shapes`` alone. A tuner screens its walk at the timed shape
+   (``held_out: "none"``, the default: each held-out shape would be another
+   compile of every launch) and, once its search ends, the variants it
+   ranked best over the whole search at the held-out shapes, so that it can
+   keep those best across shapes. Full verification checks every shape of
+   whatever a tuner picks.
 
 A screening time is a ranking, never a candidate's time: the variants share
 one runner, so one could disturb another's calls, and none of the other
@@ -66,6 +62,10 @@ DEFAULT_WARMUP_MS = 5.0
 # request names none: one per core this process may run on, at most
 # MAX_THREADS.
 MAX_THREADS = 16
+# The request's ``held_out``: the timed shape alone (the default), or the
+# held-out shapes alone.
+HELD_OUT_NONE = "none"
+HELD_OUT_ONLY = "only"
 
 
 def default_threads() -> int:
@@ -74,22 +74,12 @@ def default_threads() -> int:
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     return max(1, min(MAX_THREADS, cores))
-# The contenders screened at the held-out shapes: at most HELD_OUT_TOP of the
-# variants that passed, each within HELD_OUT_WITHIN_PCT of the fastest.
-HELD_OUT_TOP = 12
-HELD_OUT_WITHIN_PCT = 25.0
-# The request's ``held_out``: the contenders again at the held-out shapes
-# (the default), no held-out shapes, or every variant at the held-out shapes
-# only (no screen at the timed shape: each result has ``shapes`` alone).
-HELD_OUT_CONTENDERS = "contenders"
-HELD_OUT_NONE = "none"
-HELD_OUT_ONLY = "only"
 
 
 def held_out_mode(opts: Dict[str, Any]) -> str:
-    mode = str(opts.get("held_out") or HELD_OUT_CONTENDERS)
-    if mode not in (HELD_OUT_CONTENDERS, HELD_OUT_NONE, HELD_OUT_ONLY):
-        raise ValueError(f"held_out {mode!r} is not one of contenders, none, only")
+    mode = str(opts.get("held_out") or HELD_OUT_NONE)
+    if mode not in (HELD_OUT_NONE, HELD_OUT_ONLY):
+        raise ValueError(f"held_out {mode!r} is not one of none, only")
     return mode
 
 
@@ -231,25 +221,16 @@ def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str
     pending = [i for i, r in enumerate(results) if r is None]
     run = _Passes(problem, paths, opts)
     try:
-        if mode == HELD_OUT_ONLY:
-            # Every variant at the held-out shapes only (a tuner's last
-            # screen, of the variants it ranked best over its whole search).
-            if not problem.extra:
-                for i in pending:
-                    results[i] = {"passed": True}
+        if mode == HELD_OUT_NONE:
+            run.go(pending, results, held=False)
+        elif not problem.extra:
+            for i in pending:
+                results[i] = {"passed": True}  # no held-out shape to fail at
+        else:
             run.go(pending, results, held=True)
             for i in pending:
                 r = results[i] or _failed(F.CRASH, "no held-out screen")
                 results[i] = dict(r, passed=True) if "shapes" in r else r
-        else:
-            run.go(pending, results, held=False)
-        if problem.extra and mode == HELD_OUT_CONTENDERS:
-            held: List[Optional[Dict[str, Any]]] = [None] * len(paths)
-            picked = contenders(results, opts)
-            run.go(picked, held, held=True)
-            for i in picked:
-                r = held[i] or _failed(F.CRASH, "no held-out screen")
-                results[i] = dict(results[i] or {}, **r) if "shapes" in r else r
     finally:
         run.close()
     return {
@@ -258,19 +239,6 @@ def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str
         "phases": dict(run.phases, total_s=time.perf_counter() - t0),
         "method": _method(problem, opts),
     }
-
-
-def contenders(results: List[Optional[Dict[str, Any]]], opts: Dict[str, Any]) -> List[int]:
-    """The variants screened again at the held-out shapes: the ``held_out_top``
-    fastest that passed, each within ``held_out_within_pct`` of the fastest;
-    in index order."""
-    top = int(opts.get("held_out_top") or HELD_OUT_TOP)
-    pct = float(opts.get("held_out_within_pct") or HELD_OUT_WITHIN_PCT)
-    ok = sorted((r["median_ms"], i) for i, r in enumerate(results) if r and r.get("passed"))
-    if not ok:
-        return []
-    limit = ok[0][0] * (1 + pct / 100)
-    return sorted(i for ms, i in ok[:top] if ms <= limit)
 
 
 class _Passes:
@@ -345,13 +313,7 @@ def _method(problem: Problem, opts: Dict[str, Any]) -> str:
             return "screen at the held-out shapes: the problem has none"
         return (f"screen at {len(problem.extra)} held-out shape(s): draw 1 compared, median of "
                 f"{max(1, calls // 2)} calls, all variants in one runner")
-    held = ""
-    if problem.extra and mode == HELD_OUT_CONTENDERS:
-        top = int(opts.get("held_out_top") or HELD_OUT_TOP)
-        pct = float(opts.get("held_out_within_pct") or HELD_OUT_WITHIN_PCT)
-        held = (f"; the {top} fastest within {pct:g}% compared and timed ({max(1, calls // 2)} calls) "
-                f"at {len(problem.extra)} held-out shape(s)")
     if problem.device.is_gpu:
         return (f"screen: draw 1 compared, median of {calls} calls, each behind an L2 flush and a spin "
-                f"(device events){held}, all variants in one runner")
-    return f"screen: draw 1 compared, median of {calls} calls (CPU time){held}, all variants in one runner"
+                f"(device events), all variants in one runner")
+    return f"screen: draw 1 compared, median of {calls} calls (CPU time), all variants in one runner"

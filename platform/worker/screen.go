@@ -19,8 +19,6 @@ type screenRequest struct {
 	WarmupMS       float64  `json:"warmup_ms,omitempty"`
 	Threads        int      `json:"threads,omitempty"`
 	HeldOut        string   `json:"held_out,omitempty"`
-	HeldOutTop     int      `json:"held_out_top,omitempty"`
-	HeldOutPct     float64  `json:"held_out_within_pct,omitempty"`
 }
 
 type screenResult struct {
@@ -54,7 +52,7 @@ func (e *Engine) screen(ctx context.Context, cs []platform.Candidate, o platform
 	limit := min(screenCap, verify+time.Duration(len(cs))*(bench/4))
 	err := e.with(ctx, func(l *Lease, pid string) error {
 		req := screenRequest{ProblemID: pid, RequireTriton: e.opts.RequireTriton, Calls: o.Calls, WarmupMS: o.WarmupMS, Threads: o.Threads,
-			HeldOut: o.HeldOut, HeldOutTop: o.HeldOutTop, HeldOutPct: o.HeldOutWithinPct}
+			HeldOut: o.HeldOut}
 		for _, c := range cs {
 			req.CandidatePaths = append(req.CandidatePaths, c.Path)
 		}
