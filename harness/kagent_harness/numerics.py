@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
 import torch
 
+from . import fused
 from .chunks import CHUNK, paired_chunks
 
 
@@ -147,51 +148,26 @@ def _value(x: Any) -> str:
         return repr(x)
 
 
-def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str) -> Comparison:
-    """Compare one output tensor with its reference (same device).
+def _differing(out: torch.Tensor, ref: torch.Tensor) -> Any:
+    """How many elements of two same-shape tensors of one integer or bool
+    dtype differ, as a device tensor (not read back)."""
+    if fused.usable(out, ref):
+        n = fused.count_differing(out, ref)
+        if n is not None:
+            return n
+    counts = [(o != r).sum() for _, o, r in paired_chunks(out, ref, CHUNK)]
+    return torch.stack(counts).sum()
 
-    Pieces of ``chunks.CHUNK`` elements; the statistics stay on the device and
-    are read back with one synchronisation (a second pass locates the first
-    offending element only when there is one)."""
-    if type(out) not in _PLAIN_TENSOR_TYPES:
-        return Comparison(False, reason=f"{name} is a {type(out).__name__}; return a plain torch.Tensor")
-    if tuple(out.shape) != tuple(ref.shape):
-        return Comparison(False, reason=f"{name} has shape {list(out.shape)}, expected {list(ref.shape)}")
-    if out.dtype != ref.dtype:
-        return Comparison(
-            False, reason=f"{name} has dtype {str(out.dtype)[6:]}, expected {str(ref.dtype)[6:]}"
-        )
-    if out.device != ref.device:
-        return Comparison(False, reason=f"{name} is on {out.device}, expected {ref.device}")
-    if out.numel() == 0:
-        return Comparison(True)
-    if not (ref.is_floating_point() or ref.is_complex()):
-        with torch.no_grad():
-            counts = [(o != r).sum() for _, o, r in paired_chunks(out, ref, CHUNK)]
-            bad = int(torch.stack(counts).sum())
-            if bad:
-                first = -1
-                for start, o, r in paired_chunks(out, ref, CHUNK):
-                    diff = o != r
-                    if bool(diff.any()):
-                        first = start + int(torch.nonzero(diff)[0])
-                        break
-                at = _index_of(first, tuple(ref.shape))
-                got = _element(out, first)
-                want = _element(ref, first)
-                return Comparison(
-                    False,
-                    reason=f"{name}: {bad} of {ref.numel()} elements differ (exact match required for "
-                    f"{str(ref.dtype)[6:]}); first at index {list(at)}: got {got}, expected {want}",
-                )
-        return Comparison(True)
-
-    # Bit for bit the same (no NaN: NaN never equals itself): nothing to
-    # measure, in one pass instead of the statistics' dozen.
-    with torch.no_grad():
-        if torch.equal(out, ref):
-            return Comparison(True, max_abs_err=0.0, rel_l2=0.0)
-
+def _statistics(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Tuple[int, int, int, float, float, float, int, float]:
+    """(new NaN, bad Inf, elements beyond tolerance, squared norm of the
+    finite difference, of the finite reference, largest |difference|, its
+    flat offset, largest |reference|), read back with one synchronisation:
+    one fused kernel where it runs (fused.py), else torch in pieces."""
+    if fused.usable(out, ref):
+        stats = fused.compare_stats(out, ref, tol.atol, tol.rtol)
+        if stats is not None:
+            v = stats.tolist()
+            return int(v[0]), int(v[1]), int(v[2]), v[3], v[4], v[5], int(v[6]), v[7]
     # Per piece: counts of new NaN, bad Inf and elements beyond tolerance, the
     # squared norms of the difference and of the reference (float64), the
     # piece's largest |difference| and where, and the largest |reference|.
@@ -240,6 +216,54 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: s
             max_abs = cmax
             max_at = start + int(arg)
         ref_absmax = max(ref_absmax, rmax)
+    return new_nan, bad_inf, mismatch, diff_sq, ref_sq, max_abs, max_at, ref_absmax
+
+
+def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str) -> Comparison:
+    """Compare one output tensor with its reference (same device).
+
+    The statistics stay on the device and are read back with one
+    synchronisation (``_statistics``; a second pass locates the first
+    offending element only when there is one)."""
+    if type(out) not in _PLAIN_TENSOR_TYPES:
+        return Comparison(False, reason=f"{name} is a {type(out).__name__}; return a plain torch.Tensor")
+    if tuple(out.shape) != tuple(ref.shape):
+        return Comparison(False, reason=f"{name} has shape {list(out.shape)}, expected {list(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return Comparison(
+            False, reason=f"{name} has dtype {str(out.dtype)[6:]}, expected {str(ref.dtype)[6:]}"
+        )
+    if out.device != ref.device:
+        return Comparison(False, reason=f"{name} is on {out.device}, expected {ref.device}")
+    if out.numel() == 0:
+        return Comparison(True)
+    if not (ref.is_floating_point() or ref.is_complex()):
+        with torch.no_grad():
+            bad = int(_differing(out, ref))
+            if bad:
+                first = -1
+                for start, o, r in paired_chunks(out, ref, CHUNK):
+                    diff = o != r
+                    if bool(diff.any()):
+                        first = start + int(torch.nonzero(diff)[0])
+                        break
+                at = _index_of(first, tuple(ref.shape))
+                got = _element(out, first)
+                want = _element(ref, first)
+                return Comparison(
+                    False,
+                    reason=f"{name}: {bad} of {ref.numel()} elements differ (exact match required for "
+                    f"{str(ref.dtype)[6:]}); first at index {list(at)}: got {got}, expected {want}",
+                )
+        return Comparison(True)
+
+    # Bit for bit the same (no NaN: NaN never equals itself): nothing to
+    # measure, in one pass instead of the statistics' dozen.
+    with torch.no_grad():
+        if torch.equal(out, ref):
+            return Comparison(True, max_abs_err=0.0, rel_l2=0.0)
+
+    new_nan, bad_inf, mismatch, diff_sq, ref_sq, max_abs, max_at, ref_absmax = _statistics(out, ref, tol)
     ref_norm = math.sqrt(ref_sq)
     rel = math.sqrt(diff_sq) / ref_norm if ref_norm > 0 else (0.0 if diff_sq == 0 else math.inf)
     shape = tuple(ref.shape)
@@ -396,6 +420,10 @@ def tensor_bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if a.numel() == 0:
         return True
+    if fused.usable(a, b):
+        n = fused.count_differing(a, b)
+        if n is not None:
+            return not bool(n)
     flags: List[torch.Tensor] = []
     with torch.no_grad():
         for _, x, y in paired_chunks(a, b, CHUNK):
@@ -481,9 +509,7 @@ def device_violations(out: Any, ref: Any, tol_fn: ToleranceFn) -> Union[int, tor
         total: Any = 0
         if not (ref.is_floating_point() or ref.is_complex()):
             with torch.no_grad():
-                for _, o, r in paired_chunks(out, ref, CHUNK):
-                    total = total + (o != r).sum()
-            return total
+                return _differing(out, ref)
         diff_sq: Any = 0
         ref_sq: Any = 0
         with torch.no_grad():
@@ -491,6 +517,12 @@ def device_violations(out: Any, ref: Any, tol_fn: ToleranceFn) -> Union[int, tor
             # an output equal bit for bit needs no statistics.
             if out.device.type == "cpu" and torch.equal(out, ref):
                 return 0
+            stats = fused.compare_stats(out, ref, tol.atol, tol.rtol) if fused.usable(out, ref) else None
+            if stats is not None:
+                # Beyond tolerance, plus one if the relative L2 error is too large.
+                diff_sq, ref_sq = stats[3], stats[4]
+                rel_bad = (diff_sq > (tol.rel_l2 ** 2) * ref_sq) & (ref_sq > 0)
+                return stats[2].to(torch.int64) + rel_bad.to(torch.int64)
             for _, o, r in _chunks(out, ref):
                 close = torch.isclose(o, r, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
                 total = total + (o.numel() - close.sum())

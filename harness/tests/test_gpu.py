@@ -235,6 +235,38 @@ class GPUWorkerTest(unittest.TestCase):
         self.assertEqual(cmp["result"]["a"]["n"], cmp["result"]["b"]["n"])
 
 
+@unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")
+class GPUFusedTest(unittest.TestCase):
+    """The judge's fused reductions (fused.py) compiled for the GPU give what
+    torch in pieces gives, on tensors of several programs' spans."""
+
+    def test_fused_matches_torch(self) -> None:
+        from unittest import mock
+
+        from kagent_harness import checksum, fused, numerics
+
+        n = 5 * fused.MIN_ELEMENTS + 12345
+        for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+            ref = torch.randn(n, device="cuda").to(dtype)
+            out = ref.clone()
+            out[[7, n // 2, n - 1]] += 1.0
+            out[11] = float("nan")
+            out[12] = float("inf")
+            tol = numerics.tolerance_for(dtype)
+            got: dict = {}
+            for way in ("0", "1"):
+                with mock.patch.dict(os.environ, {"KAGENT_FUSED": way}):
+                    self.assertEqual(fused.usable(out, ref), way == "1")
+                    got[way] = (numerics._statistics(out, ref, tol)[:3], numerics._statistics(out, ref, tol)[5:],
+                                numerics.compare_tensor(out, ref, tol, "o").ok,
+                                int(numerics.device_violations(out, ref, lambda d: tol)),
+                                checksum.tensor_checksum(out), numerics.tensor_bits_equal(out, ref),
+                                numerics.tensor_bits_equal(out, out.clone()))
+            self.assertEqual(fused.failure(), "")
+            self.assertEqual(got["1"], got["0"], dtype)
+            self.assertEqual(got["1"][0], (1, 1, 5), dtype)
+
+
 @unittest.skipUnless(HAS_TRITON, "triton is not importable")
 class InterpreterTest(unittest.TestCase):
     """On the cpu platform with Triton importable, kernels run in the interpreter."""
