@@ -5,7 +5,7 @@
 # Expects bin/kagent and bin/enginebench (linux/amd64: make gpu-binaries) and
 # a KernelBench clone (KB, default .cache/KernelBench; never committed).
 # Usage: OUT=/tmp/out [PY=python3] [KB=DIR] scripts/h200-workloads.sh [steps...]
-#   steps: agreement memory sweep
+#   steps: agreement memory sweep reductions methods
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-workloads}
 mkdir -p "$OUT"
@@ -91,6 +91,23 @@ for step in $steps; do
     # The run dirs' JSON and logs in one archive (kernels and databases left out).
     tar czf "$OUT/sweep-json.tgz" --exclude='*.py' --exclude='*.db*' -C "$OUT" sweep sweep.log stderr 2>/dev/null
     rm -rf "$OUT/sweep"
+    ;;
+  reductions)
+    # The judge's comparisons, checksums and bit-compares of large outputs,
+    # fused kernels against torch in pieces (scripts/judge_reductions.py).
+    log "judge reductions, fused and in pieces"
+    timeout "${RED_LIMIT:-180}" "$PY" scripts/judge_reductions.py --json "$OUT/reductions.json" \
+      > "$OUT/reductions.md" 2>"$OUT/reductions.stderr"
+    echo "reductions exit $?" | tee -a "$OUT/steps.log"
+    cat "$OUT/reductions.md"
+    ;;
+  methods)
+    # Ways of timing a call against ncu (scripts/timing_methods.py).
+    log "timing methods against ncu"
+    timeout "${METHODS_LIMIT:-300}" "$PY" scripts/timing_methods.py --ncu "${NCU:-ncu}" --json "$OUT/methods.json" \
+      > "$OUT/methods.md" 2>"$OUT/methods.stderr"
+    echo "methods exit $?" | tee -a "$OUT/steps.log"
+    cat "$OUT/methods.md"
     ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
   esac
