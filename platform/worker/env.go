@@ -52,6 +52,8 @@ var envAllow = []string{
 	"KAGENT_MEMORY_LIMIT",
 	// Device buffers shared with the runners (devbuf.py), opt-in.
 	"KAGENT_DEVICE_BUFFERS",
+	// The judge's fused reductions of large tensors (fused.py): 0 turns them off.
+	"KAGENT_FUSED",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.
