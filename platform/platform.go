@@ -154,11 +154,11 @@ type Timing struct {
 	// Unseen is the unseen-input check of a kernel's timing: calls on new
 	// draws, held to the timed median (nil when it did not run).
 	Unseen *UnseenCheck `json:"unseen_inputs,omitempty"`
-	// Clock names what timed the calls: ClockDevice, ClockEvents or
-	// ClockCPU ("" when unknown).
+	// Clock names what timed the calls: ClockProfiler, ClockDevice,
+	// ClockEvents or ClockCPU ("" when unknown).
 	Clock string `json:"clock,omitempty"`
 	// LateCalls counts the timed calls the host enqueued after the spin
-	// ahead of them had ended (ClockDevice only): their spans may hold host
+	// ahead of them had ended (ClockDevice and ClockProfiler): their spans may hold host
 	// time.
 	LateCalls int `json:"late_calls,omitempty"`
 	// Phases are the wall seconds of the timing's phases in the worker
@@ -175,6 +175,11 @@ const (
 	// keeps the device busy while the host enqueues the call; the host's
 	// launch time is outside the span.
 	ClockDevice = "device"
+	// ClockProfiler: each call's own device work (kernels, copies, fills),
+	// first start to last end, from the CUDA profiling interface's records,
+	// after the same spin (KAGENT_TIMING_CLOCK=profiler): neither the host's
+	// launch time nor the events' own overhead is in it.
+	ClockProfiler = "profiler"
 	// ClockEvents: device events around each call with no spin ahead; a
 	// call the host enqueues slowly leaves the device idle inside its span.
 	ClockEvents = "events"
@@ -211,7 +216,7 @@ func (t Timing) HostBound() bool {
 	if !t.Representative || t.MedianMS <= 0 {
 		return false
 	}
-	if t.Clock == ClockDevice {
+	if t.Clock == ClockDevice || t.Clock == ClockProfiler {
 		return t.N > 0 && float64(t.LateCalls) > LateShare*float64(t.N)
 	}
 	return t.HostMS > 0 && t.HostMS >= HostBoundShare*t.MedianMS
@@ -222,6 +227,8 @@ func (t Timing) ClockLabel() string {
 	switch t.Clock {
 	case ClockDevice:
 		return "device-side (events after a spin)"
+	case ClockProfiler:
+		return "device-side (the call's own kernels, from the profiler's records)"
 	case ClockEvents:
 		return "events (host launch time may be inside)"
 	case ClockCPU:

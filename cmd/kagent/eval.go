@@ -235,7 +235,7 @@ func printEval(w io.Writer, r evalReport) {
 	}
 	_ = t.flush()
 	for _, tm := range r.Timings {
-		if tm.HostBound() && tm.Clock == platform.ClockDevice {
+		if tm.HostBound() && (tm.Clock == platform.ClockDevice || tm.Clock == platform.ClockProfiler) {
 			fmt.Fprintf(w, "host-bound: %s had %d of %d timed calls enqueued after the spin ahead of them ended: "+
 				"the device may have waited for the host inside those spans\n", tm.Target, tm.LateCalls, tm.N)
 		} else if tm.HostBound() {

@@ -113,10 +113,17 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
                 self._put_set(j)
             self.ping_ms = self._ping()
             flush_bytes = self.flush.numel() * 4 if self.flush is not None else 0
+            from . import kernel_clock
+
             reply = self.rc.request("prepare", {
                 "label": self.label, "sets": self.set_args, "flush_bytes": flush_bytes,
                 "estimate_calls": 5, "warmup_ms": self.params.warmup_ms,
+                "clock": kernel_clock.PROFILER if kernel_clock.requested() else "",
             }, what=f"{self.target.label}: the call")
+            # The runner records its timed calls' device work (kernel_clock.py).
+            self.remote_clock = reply.get("clock") == kernel_clock.PROFILER
+            if kernel_clock.requested() and not self.remote_clock:
+                self.clock_note = str(reply.get("clock_error") or "the runner did not record")[:300]
             self.estimate_ms = max(1e-4, float(reply.get("estimate_ms") or 1e-4))
             self.warmup_calls = int(reply.get("warmup_calls") or 0)
             # The runner's host time per call sizes the spin ahead of its
@@ -174,6 +181,12 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
 
         def _finish(self, marks: List[tuple]) -> None:
             self.times = [m[0] for m in marks]
+            if getattr(self, "remote_clock", False):
+                self.remote_clock = False
+                reply = self.rc.request("clock_spans", {}, what=f"{self.target.label}: the timed calls' records")
+                spans = reply.get("spans")
+                ok = isinstance(spans, list) and all(isinstance(x, (int, float)) for x in spans)
+                self.use_spans([float(x) for x in spans] if ok else None, str(reply.get("why") or "no spans")[:300])
             cpu1 = runner_cpu_seconds(self.rc.pid)
             if not self.dev.is_gpu and self.cpu0 is not None and cpu1 is not None and self.times:
                 used = (cpu1 - self.cpu0) * 1e3

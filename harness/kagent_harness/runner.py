@@ -93,6 +93,10 @@ class Runner:
         # The last precompile's variants (screening): module, entry, path;
         # empty for one that failed to load.
         self.variants: List[Dict[str, Any]] = []
+        # The device work of the timed calls since the last prepare, when the
+        # judge asked for it (kernel_clock.py).
+        self.clock: Any = None
+        self.event_ms: List[float] = []
 
     # -- helpers --
 
@@ -539,7 +543,33 @@ class Runner:
         except BaseException as exc:  # noqa: BLE001
             raise self._classified(exc, "the call") from None
         self._check_guard("the warm-up")
-        return {"estimate_ms": estimate, "warmup_calls": warm, "host_ms": max(hosts)}
+        reply: Dict[str, Any] = {"estimate_ms": estimate, "warmup_calls": warm, "host_ms": max(hosts)}
+        reply.update(self._start_clock(str(req.get("clock") or "")))
+        return reply
+
+    def _start_clock(self, want: str) -> Dict[str, Any]:
+        """Record the timed calls that follow (kernel_clock.py), if asked."""
+        from . import kernel_clock
+
+        if self.clock is not None:
+            self.clock.close()
+            self.clock = None
+        self.event_ms = []
+        if want != kernel_clock.PROFILER:
+            return {}
+        clock = kernel_clock.CallClock()
+        if not clock.start():
+            return {"clock_error": clock.error}
+        self.clock = clock
+        return {"clock": kernel_clock.PROFILER}
+
+    def op_clock_spans(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        """The timed calls' device spans since the last prepare (ms), or why not."""
+        clock, self.clock = self.clock, None
+        if clock is None:
+            return {"spans": None, "why": "the runner was not recording"}
+        spans, why = clock.spans(self.event_ms)
+        return {"spans": spans, "why": why}
 
     def op_timed(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         import torch
@@ -568,6 +598,9 @@ class Runner:
                 tail = dev.tail_ms(b)
                 dev.synchronize()
                 ms = dev.elapsed_ms(a, b)
+                if self.clock is not None:
+                    self.clock.mark()
+                    self.event_ms.append(ms)
         except _Failure:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -660,6 +693,7 @@ class Runner:
             "usertest": self.op_usertest,
             "precompile": self.op_precompile,
             "select": self.op_select,
+            "clock_spans": self.op_clock_spans,
         }
         while True:
             try:

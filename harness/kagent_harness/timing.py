@@ -59,6 +59,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from . import failures as F
+from . import kernel_clock
 from .candidate import Candidate
 from .device import Device, clone_all, nbytes, perf_counter, tensors_in
 from .failures import CheckFailure, classify, describe
@@ -315,6 +316,12 @@ class _Timer:
         # Parts of the "timed" phase (a runner's timer: its timed requests,
         # the output rechecks, the inputs' check at the end).
         self.parts: Dict[str, float] = {}
+        # KAGENT_TIMING_CLOCK=profiler (kernel_clock.py): the recording over
+        # the timed calls; once used, the calls' event times (self.times
+        # then holds their device spans); or why it was not used.
+        self.clock: Optional[kernel_clock.CallClock] = None
+        self.event_times: List[float] = []
+        self.clock_note = ""
 
     def _fail(self, exc: BaseException, what: str) -> CheckFailure:
         kind, fatal = classify(exc)
@@ -365,6 +372,40 @@ class _Timer:
         except BaseException as exc:  # noqa: BLE001
             raise self._fail(exc, "the call") from None
         self._guard()
+        self.start_clock()
+
+    def start_clock(self) -> None:
+        """Record the timed calls' device work (kernel_clock.py), if asked."""
+        if not kernel_clock.requested():
+            return
+        if not (self.dev.is_cuda and self.spin_ms > 0):
+            self.clock_note = "no hold ahead of the timed calls"
+            return
+        clock = kernel_clock.CallClock()
+        if clock.start():
+            self.clock = clock
+        else:
+            self.clock_note = clock.error
+
+    def use_spans(self, spans: Optional[List[float]], why: str) -> None:
+        """The calls' device spans in place of their event times (checked
+        against them), or why not."""
+        spans, bad = kernel_clock.checked_spans(spans, self.times) if spans is not None else (None, why)
+        if spans is None:
+            self.clock_note = bad or why
+            return
+        self.event_times, self.times = self.times, spans
+
+    def events_only(self, why: str) -> None:
+        """Back to the event times (the other side of a comparison has no spans)."""
+        if self.event_times:
+            self.times, self.event_times = self.event_times, []
+            self.clock_note = why
+
+    def drop_clock(self) -> None:
+        if self.clock is not None:
+            self.clock.close()
+            self.clock = None
 
     def timed_call(self, i: int, recheck: bool) -> tuple:
         """Enqueue one timed call; returns its (start, end) events."""
@@ -383,6 +424,8 @@ class _Timer:
             # Each call alone on the device: the next spin starts on an idle
             # device, and what the call left running shows as its tail.
             self.tails.append(dev.tail_ms(b))
+            if self.clock is not None:
+                self.clock.mark()
         elif self.sync_each:
             dev.synchronize()
         if recheck:
@@ -410,6 +453,9 @@ class _Timer:
     def finish(self, marks: List[tuple]) -> None:
         self.dev.synchronize()
         self.times = [self.dev.elapsed_ms(a, b) for a, b in marks]
+        if self.clock is not None:
+            clock, self.clock = self.clock, None
+            self.use_spans(*clock.spans(self.times))
 
     def note_bits(self, s: "_InputSet", out: Any) -> None:
         """A rechecked timed output against the verified one of its draw."""
@@ -567,7 +613,13 @@ class _Timer:
                          f"enqueued after their spin ended)")
             else:
                 ahead = "no spin ahead of the start event (host launch time may be inside the span)"
-            return f"{self.dev.type} events around each call, {ahead}, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
+            clock = f"{self.dev.type} events around each call"
+            if self.event_times:
+                clock = ("device timestamps of each call's own kernels, copies and fills, first start to last end "
+                         "(CUDA profiling interface; the events' span checked against them)")
+            elif self.clock_note:
+                clock += f" (the profiler's records were not used: {self.clock_note})"
+            return f"{clock}, {ahead}, L2 flush {flush:.0f} MiB before each, {sets}, {warm}"
         return f"process CPU time (time.process_time) around each call, torch on one thread (cpu: not representative), {sets}, {warm}"
 
 
@@ -602,11 +654,14 @@ def spin_for(dev: Device, host_ms: float) -> float:
 
 
 def clock_of(timer: "_Timer") -> str:
-    """What timed the numbers, in one word: ``device`` (events after a spin:
-    the host's launch time is not in them), ``events`` (events without a
-    spin) or ``cpu`` (the process's CPU time)."""
+    """What timed the numbers, in one word: ``profiler`` (each call's own
+    device work, from the profiler's records), ``device`` (events after a
+    spin: the host's launch time is not in them), ``events`` (events without
+    a spin) or ``cpu`` (the process's CPU time)."""
     if not timer.dev.is_gpu:
         return "cpu"
+    if timer.event_times:
+        return "profiler"
     return "device" if timer.spin_ms > 0 else "events"
 
 
@@ -722,6 +777,8 @@ def _bench(problem: Problem, target: Target, sets: List[_InputSet], params: Benc
         raise
     except BaseException as exc:  # noqa: BLE001
         raise timer._fail(exc, "a timed call") from None
+    finally:
+        timer.drop_clock()
     timer.phases.update(prepare=t1 - t0, timed=perf_counter() - t1)
     stats = _report(timer)
     _conclude(timer, stats)
@@ -767,6 +824,14 @@ def _compare(problem: Problem, ta: Target, tb: Target, sets: List[_InputSet], pa
         raise
     except BaseException as exc:  # noqa: BLE001
         raise current._fail(exc, "a timed call") from None
+    finally:
+        a.drop_clock()
+        b.drop_clock()
+    # Both sides on one clock: spans on one side only would favour it by
+    # the events' own overhead.
+    for one, other in ((a, b), (b, a)):
+        if one.event_times and not other.event_times:
+            one.events_only(f"the other side of the comparison has event times only ({other.clock_note or 'no spans'})")
     both = perf_counter() - t2
     a.phases.update(prepare=t1 - t0, timed=both)
     b.phases.update(prepare=t2 - t1, timed=both)

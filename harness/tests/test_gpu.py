@@ -236,6 +236,39 @@ class GPUWorkerTest(unittest.TestCase):
 
 
 @unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")
+class GPUProfilerClockTest(unittest.TestCase):
+    """KAGENT_TIMING_CLOCK=profiler: the candidate (in its runner) and both
+    baselines (in the judge) are timed from the profiler's device records,
+    a little below their event spans; a comparison keeps one clock."""
+
+    def test_every_target_on_the_profiler_clock(self) -> None:
+        client = WorkerClient(device="cuda", env={"KAGENT_TIMING_CLOCK": "profiler"})
+        try:
+            client.start()
+            load = client.request("load_problem", problem_path=_problem("add_relu"), seeds=SEEDS)
+            self.assertTrue(load["ok"], load)
+            pid = load["result"]["problem_id"]
+            good = _cand("cuda", "add_relu_ok")
+            v = client.request("verify", problem_id=pid, candidate_path=good, require_triton=True)
+            self.assertTrue(v["result"]["passed"], v)
+            for target in ("kernel", "eager", "compile"):
+                b = client.request("bench", problem_id=pid, target=target, candidate_path=good, rep_ms=20, warmup_ms=5)
+                self.assertTrue(b["ok"], b)
+                res = b["result"]
+                if "unavailable" in res:
+                    continue
+                self.assertEqual(res["clock"], "profiler", res["method"])
+                self.assertIn("profiling interface", res["method"])
+                self.assertFalse(res["failure"], res)
+            cmp = client.request("compare", problem_id=pid, a={"target": "eager"},
+                                 b={"target": "kernel", "candidate_path": good}, rep_ms=20, warmup_ms=5)
+            self.assertTrue(cmp["ok"], cmp)
+            self.assertEqual(cmp["result"]["a"]["clock"], cmp["result"]["b"]["clock"])
+        finally:
+            client.close()
+
+
+@unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")
 class GPUFusedTest(unittest.TestCase):
     """The judge's fused reductions (fused.py) compiled for the GPU give what
     torch in pieces gives, on tensors of several programs' spans."""

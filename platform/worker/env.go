@@ -54,6 +54,8 @@ var envAllow = []string{
 	"KAGENT_DEVICE_BUFFERS",
 	// The judge's fused reductions of large tensors (fused.py): 0 turns them off.
 	"KAGENT_FUSED",
+	// Timing from the profiler's device records (kernel_clock.py), opt-in.
+	"KAGENT_TIMING_CLOCK",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.
