@@ -53,11 +53,17 @@ for step in $steps; do
     dirs=$(agreement_dir relu-12M 19_ReLU 19_ReLU 192 65536),$(agreement_dir softmax-16M 23_Softmax 23_Softmax 1024 16384)
     [ -n "${AGREE_ALL:-}" ] && dirs=$dirs,$(agreement_dir gelu-32M 26_GELU_ 26_GELU 512 65536),$(agreement_dir relu-128M 19_ReLU 19_ReLU 2048 65536)
     dirs=$dirs,${EXTRA_DIRS:-}
-    log "enginebench: stability and ncu agreement on ${dirs//,/ }"
-    timeout "${AGREE_LIMIT:-420}" bin/enginebench -skip-eval -baselines -large "${dirs%,}" -python "$PY" -repo . \
-      -out "$OUT/agreement" > "$OUT/agreement.txt" 2>"$OUT/agreement.stderr"
-    echo "agreement exit $?" | tee -a "$OUT/steps.log"
-    cat "$OUT/agreement.txt"
+    # AGREE_CLOCKS: "device" (events after a hold, the default) and/or
+    # "profiler" (KAGENT_TIMING_CLOCK=profiler), one enginebench run each.
+    for clock in ${AGREE_CLOCKS:-device}; do
+      sfx=; [ "$clock" = device ] || sfx=-$clock
+      tc=; [ "$clock" = profiler ] && tc=profiler
+      log "enginebench ($clock clock): stability and ncu agreement on ${dirs//,/ }"
+      KAGENT_TIMING_CLOCK=$tc timeout "${AGREE_LIMIT:-420}" bin/enginebench -skip-eval -baselines -large "${dirs%,}" -python "$PY" -repo . \
+        -out "$OUT/agreement$sfx" > "$OUT/agreement$sfx.txt" 2>"$OUT/agreement$sfx.stderr"
+      echo "agreement ($clock) exit $?" | tee -a "$OUT/steps.log"
+      cat "$OUT/agreement$sfx.txt"
+    done
     ;;
   memory)
     # A greedy run on the 7.5 GB-per-tensor RMSNorm whose scripted replies
