@@ -542,10 +542,16 @@ def prepare(kind: str, dynamo: bool = True) -> str:
     if not kind:
         kind = "cuda" if torch.cuda.is_available() else "cpu"
     _setup_environment(kind)
-    from .launches import import_triton_parts, triton_module
+    from .launches import import_triton_parts, triton_module, warm_compiler
 
     if triton_module() is not None:
         import_triton_parts()
+        if kind == "cuda" and not getattr(torch.version, "hip", None):
+            # Triton's once-per-process compile set-up, done here: a fork
+            # server pays it once, not every worker and runner it forks.
+            why = warm_compiler()
+            if why:
+                sys.stderr.write(f"kagent_harness: Triton's compiler not warmed: {why}\n")
     # Import every harness module now: the guard watches them, and a copy
     # changed on disk later (by a candidate) is never read by this process.
     import importlib
