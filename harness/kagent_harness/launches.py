@@ -63,6 +63,10 @@ def warm_compiler() -> str:
 
     if triton_module() is None:
         return "no triton"
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        # The interpreter patches triton.language in place once it has run a
+        # kernel; a compile after that fails, and nothing compiles anyway.
+        return "interpreter mode"
     saved = os.environ.get("TRITON_CACHE_DIR")
     tmp = tempfile.mkdtemp(prefix="kagent-triton-warm-")
     os.environ["TRITON_CACHE_DIR"] = tmp

@@ -19,47 +19,70 @@ def _triton() -> bool:
     return True
 
 
+# Run in a fresh interpreter without TRITON_INTERPRET: the suite's other
+# tests run kernels through Triton's interpreter, which patches
+# triton.language in this process for good.
+_WARM_CHECKS = r"""
+import os, sys, tempfile
+from kagent_harness.launches import warm_compiler
+
+def fail(why):
+    print(why)
+    sys.exit(1)
+
+cache = tempfile.mkdtemp(prefix="kagent-warm-test-")
+os.environ["TRITON_CACHE_DIR"] = cache
+threads = len(os.listdir("/proc/self/task"))
+got = warm_compiler()
+if got != "":
+    fail("warm_compiler: " + got)
+if os.environ["TRITON_CACHE_DIR"] != cache:
+    fail("the cache setting is not restored")
+if os.listdir(cache):
+    fail("written to the process's cache: %r" % os.listdir(cache))
+if len(os.listdir("/proc/self/task")) != threads:
+    fail("a thread left running (forks follow)")
+os.rmdir(cache)
+os.environ.pop("TRITON_CACHE_DIR")
+
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:  # the child: compile another kernel, report through the pipe
+    code = 1
+    try:
+        os.close(r)
+        code = 0 if warm_compiler() == "" else 1
+    finally:
+        os.write(w, bytes([code]))
+        os._exit(code)
+os.close(w)
+got = os.read(r, 1)
+os.close(r)
+_, status = os.waitpid(pid, 0)
+if got != b"\x00" or os.waitstatus_to_exitcode(status) != 0:
+    fail("the forked child did not compile: %r, exit %d" % (got, os.waitstatus_to_exitcode(status)))
+print("ok")
+"""
+
+
 @unittest.skipUnless(_triton() or os.environ.get("KAGENT_REQUIRE_TRITON") == "1", "needs triton")
 class WarmCompilerTest(unittest.TestCase):
-    def test_warm_leaves_nothing_behind(self) -> None:
-        cache = tempfile.mkdtemp(prefix="kagent-warm-test-")
-        saved = os.environ.get("TRITON_CACHE_DIR")
-        os.environ["TRITON_CACHE_DIR"] = cache
-        try:
-            threads = len(os.listdir("/proc/self/task"))
-            self.assertEqual(warm_compiler(), "")
-            self.assertEqual(os.environ["TRITON_CACHE_DIR"], cache, "the cache setting is restored")
-            self.assertEqual(os.listdir(cache), [], "nothing written to the process's cache")
-            self.assertEqual(len(os.listdir("/proc/self/task")), threads, "no thread left running (forks follow)")
-        finally:
-            if saved is None:
-                os.environ.pop("TRITON_CACHE_DIR", None)
-            else:
-                os.environ["TRITON_CACHE_DIR"] = saved
-            os.rmdir(cache)
+    def test_warm_leaves_nothing_behind_and_a_forked_child_compiles(self) -> None:
+        import subprocess
+        import sys
 
-    def test_a_forked_child_compiles(self) -> None:
-        self.assertEqual(warm_compiler(), "")
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: compile another kernel, report through the pipe
-            code = 1
-            try:
-                os.close(r)
-                code = 0 if warm_compiler() == "" else 1
-            finally:
-                os.write(w, bytes([code]))
-                os._exit(code)
-        os.close(w)
-        got = os.read(r, 1)
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(got, b"\x00")
-        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        done = subprocess.run([sys.executable, "-c", _WARM_CHECKS], cwd=here, env=env,
+                              capture_output=True, text=True, check=False)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-2000:])
+        self.assertEqual(done.stdout.strip(), "ok")
 
+    def test_interpreter_mode_is_not_warmed(self) -> None:
+        from unittest import mock
 
-if __name__ == "__main__":
-    unittest.main()
+        with mock.patch.dict(os.environ, {"TRITON_INTERPRET": "1"}):
+            self.assertEqual(warm_compiler(), "interpreter mode")
 
 
 @unittest.skipUnless(_triton() or os.environ.get("KAGENT_REQUIRE_TRITON") == "1", "needs triton")
@@ -115,3 +138,7 @@ class DriverSeedTest(unittest.TestCase):
                 launches.seed_cache(None)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
