@@ -99,7 +99,7 @@ def warm_compiler() -> str:
 # runner's private Triton cache before the candidate loads: every runner
 # would otherwise build it with the C compiler at its first launch (about
 # 0.2 s on a CPU core). Signature-independent; the launchers, one per kernel
-# signature, are still built by each runner.
+# signature, are built by the judge (launcher_seeds.py).
 DRIVER_MODULE = "cuda_utils"
 
 
@@ -107,30 +107,45 @@ def build_driver_seed() -> Tuple[Optional[Tuple[str, str, bytes]], str]:
     """((cache key, file name, the built module's bytes), "") or (None, why).
     Builds, never loads: no device is touched."""
     import os
-    import sysconfig
-    import tempfile
     from pathlib import Path
 
     if triton_module() is None:
         return None, "no triton"
     try:
-        import hashlib
-
         from triton.backends.nvidia import driver as nv
-        from triton.runtime import build
 
-        src = Path(os.path.join(nv.dirname, "driver.c")).read_text()
-        key = hashlib.sha256((src + build.platform_key()).encode("utf-8")).hexdigest()
-        name = DRIVER_MODULE + sysconfig.get_config_var("EXT_SUFFIX")
-        with tempfile.TemporaryDirectory(prefix="kagent-triton-seed-") as tmp:
-            path = os.path.join(tmp, DRIVER_MODULE + ".c")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(src)
-            so = build._build(DRIVER_MODULE, path, tmp, nv.library_dirs(), nv.include_dirs, nv.libraries, [])
-            with open(so, "rb") as f:
-                return (key, name, f.read()), ""
+        return build_module(DRIVER_MODULE, Path(os.path.join(nv.dirname, "driver.c")).read_text()), ""
     except Exception as exc:  # noqa: BLE001 - no C compiler, no libcuda, another Triton: each runner builds it
         return None, f"{type(exc).__name__}: {exc}"[:300]
+
+
+def cache_key(src: str) -> str:
+    """The key under which Triton's NVIDIA backend caches the module it
+    builds from C source src (compile_module_from_src)."""
+    import hashlib
+
+    from triton.runtime import build
+
+    return hashlib.sha256((src + build.platform_key()).encode("utf-8")).hexdigest()
+
+
+def build_module(module: str, src: str) -> Tuple[str, str, bytes]:
+    """Build C source src as the NVIDIA backend would (its compiler, include
+    and library flags), never loading it: (cache key, file name, bytes)."""
+    import os
+    import sysconfig
+    import tempfile
+
+    from triton.backends.nvidia import driver as nv
+    from triton.runtime import build
+
+    with tempfile.TemporaryDirectory(prefix="kagent-triton-build-") as tmp:
+        path = os.path.join(tmp, module + ".c")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(src)
+        so = build._build(module, path, tmp, nv.library_dirs(), nv.include_dirs, nv.libraries, [])
+        with open(so, "rb") as f:
+            return cache_key(src), module + sysconfig.get_config_var("EXT_SUFFIX"), f.read()
 
 
 def seed_cache(seed: Optional[Tuple[str, str, bytes]]) -> None:

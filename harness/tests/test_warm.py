@@ -111,8 +111,15 @@ class DriverSeedTest(unittest.TestCase):
             os.mkdir(lib)
             cc = shutil.which("gcc") or shutil.which("clang")
             subprocess.check_call([cc, "-shared", "-fPIC", "-o", os.path.join(lib, "libcuda.so.1"), stub])
+            from triton.backends.nvidia import driver as nv
+
+            # Triton remembers the library's directory for the process.
+            nv.libcuda_dirs.cache_clear()
+            nv.library_dirs.cache_clear()
             with mock.patch.dict(os.environ, {"TRITON_LIBCUDA_PATH": lib}):
                 seed, why = launches.build_driver_seed()
+            nv.libcuda_dirs.cache_clear()
+            nv.library_dirs.cache_clear()
             self.assertIsNotNone(seed, why)
             key, name, data = seed
             self.assertEqual(name, "cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX"))
