@@ -207,16 +207,19 @@ func (p *pipeline) retime(ctx context.Context, c store.Candidate, b *platform.Bu
 // synthetic roofline, or "" to run the profiler. Under "improving" only the
 // input is profiled when timed; a candidate is profiled when it becomes the
 // best or a beam parent (profileSkipped), the only times its metrics are used.
-// Under "final" the best is profiled once, when the run ends.
+// Under "final" no candidate, the input included, is profiled when timed: the
+// best is profiled once, when the run ends, and a parent before its diagnosis.
 func (p *pipeline) skipProfile(c store.Candidate) string {
-	switch {
-	case p.cfg.ProfileCandidates == configs.ProfileNone:
+	switch p.cfg.ProfileCandidates {
+	case configs.ProfileNone:
 		return "profile_candidates is none"
-	case p.cfg.ProfileCandidates == configs.ProfileAll || c.ParentID == "":
+	case configs.ProfileAll:
 		return ""
-	}
-	if p.cfg.ProfileCandidates == configs.ProfileFinal {
+	case configs.ProfileFinal:
 		return "profiled only if it is the best when the run ends, or a parent"
+	}
+	if c.ParentID == "" {
+		return ""
 	}
 	return "profiled only if it becomes the best or a parent"
 }

@@ -185,13 +185,15 @@ func (s *countingSession) Profile(ctx context.Context, c platform.Candidate) (ro
 // the profiler; the others are on the synthetic roofline with the reason.
 func TestProfilePolicy(t *testing.T) {
 	for _, tc := range []struct {
-		policy string
-		want   []string // directions profiled
+		policy   string
+		want     []string // directions profiled
+		prepared int      // PrepareProfile calls: the input's profile follows its verification
 	}{
-		{configs.ProfileImproving, []string{"input", "(the best)"}},
-		{configs.ProfileFinal, []string{"input", "(the best)"}},
-		{configs.ProfileAll, []string{"input", "tune: FUSED=1", "tune: ROWS=1"}},
-		{configs.ProfileNone, nil},
+		{configs.ProfileImproving, []string{"input", "(the best)"}, 1},
+		// Only the best, once, when the run ends: the input too when it stays the best.
+		{configs.ProfileFinal, []string{"(the best, the input included)"}, 0},
+		{configs.ProfileAll, []string{"input", "tune: FUSED=1", "tune: ROWS=1"}, 1},
+		{configs.ProfileNone, nil, 0},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			e := newEnv(t, kernelDir(t))
@@ -213,7 +215,7 @@ func TestProfilePolicy(t *testing.T) {
 			if tc.policy == configs.ProfileFinal {
 				// The best is profiled once, after the last round (0 and 1).
 				for i, id := range cs.profiled {
-					if id != store.InputID && cs.at[i] != 2 {
+					if cs.at[i] != 2 {
 						t.Errorf("%s profiled after %d finished rounds, want 2 (when the run ends)", id, cs.at[i])
 					}
 				}
@@ -233,7 +235,9 @@ func TestProfilePolicy(t *testing.T) {
 			var want []string
 			for _, w := range tc.want {
 				switch {
-				case w != "(the best)":
+				case w == "(the best, the input included)" && res.Best.ID == store.InputID:
+					want = append(want, "input")
+				case w != "(the best)" && w != "(the best, the input included)":
 					want = append(want, w)
 				case res.Best.ID != store.InputID:
 					want = append(want, all[res.Best.ID].Direction)
@@ -245,8 +249,8 @@ func TestProfilePolicy(t *testing.T) {
 				t.Fatalf("profiled %v, want %v", got, tc.want)
 			}
 			// The profiler is told ahead of the input's profile, once.
-			if wantPrepared := min(len(tc.want), 1); cs.prepared != wantPrepared {
-				t.Errorf("PrepareProfile called %d times, want %d", cs.prepared, wantPrepared)
+			if cs.prepared != tc.prepared {
+				t.Errorf("PrepareProfile called %d times, want %d", cs.prepared, tc.prepared)
 			}
 			if best := all[res.Best.ID]; tc.policy != configs.ProfileNone && (best.Metrics == nil || strings.HasPrefix(best.Metrics.Fallback, notProfiled)) {
 				t.Errorf("the best %s kept the policy's synthetic metrics: %+v", best.ID, best.Metrics)

@@ -54,9 +54,10 @@ type Config struct {
 	// ProfileCandidates says which timed candidates the platform's profiler
 	// (ncu, rocprofv3) runs on: "improving" (the default: the input, and a
 	// candidate when it becomes the best at the end of a round, or a beam
-	// parent before its diagnosis), "final" (as improving, but the best is
-	// profiled once, when the run ends, not at each promotion: the knob
-	// searches, which read no metrics while they search), "all", or "none".
+	// parent before its diagnosis), "final" (nothing when timed, the input
+	// included: the best is profiled once, when the run ends, and a parent
+	// before its diagnosis; the knob searches, which read no metrics while
+	// they search), "all", or "none".
 	// The others are placed on the synthetic roofline (measured time against
 	// the problem's bytes).
 	ProfileCandidates string `yaml:"profile_candidates"`
