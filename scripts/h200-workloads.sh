@@ -5,7 +5,7 @@
 # Expects bin/kagent and bin/enginebench (linux/amd64: make gpu-binaries) and
 # a KernelBench clone (KB, default .cache/KernelBench; never committed).
 # Usage: OUT=/tmp/out [PY=python3] [KB=DIR] scripts/h200-workloads.sh [steps...]
-#   steps: agreement memory sweep reductions methods
+#   steps: agreement memory sweep reductions methods baselines
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-workloads}
 mkdir -p "$OUT"
@@ -64,6 +64,29 @@ for step in $steps; do
       echo "agreement ($clock) exit $?" | tee -a "$OUT/steps.log"
       cat "$OUT/agreement$sfx.txt"
     done
+    ;;
+  baselines)
+    # The spread of the kernel's and both baselines' medians over separate
+    # runs (a fresh worker each, as separate sweeps have): REPEATS (4) runs
+    # of kagent eval per agreement dir and clock (scripts/eval_spread.py).
+    names="relu-12M:19_ReLU:192:65536 softmax-16M:23_Softmax:1024:16384"
+    [ -n "${AGREE_ALL:-}" ] && names="$names gelu-32M:26_GELU_:512:65536"
+    mkdir -p "$OUT/baselines"
+    for clock in ${AGREE_CLOCKS:-device}; do
+      tc=; [ "$clock" = profiler ] && tc=profiler
+      for spec in $names; do
+        IFS=: read -r name prob batch dim <<< "$spec"
+        d=$(agreement_dir "$name" "$prob" "${prob%_}" "$batch" "$dim")
+        for i in $(seq "${REPEATS:-4}"); do
+          log "kagent eval $name ($clock clock), run $i"
+          KAGENT_TIMING_CLOCK=$tc timeout "${EVAL_LIMIT:-120}" bin/kagent eval --json --no-progress --kernel-dir "$d" \
+            --platform cuda --python "$PY" > "$OUT/baselines/$name-$clock-$i.json" 2>>"$OUT/baselines.stderr"
+          echo "eval $name $clock $i exit $?" | tee -a "$OUT/steps.log"
+        done
+      done
+    done
+    "$PY" scripts/eval_spread.py "$OUT/baselines" --json "$OUT/baselines.json" | tee "$OUT/baselines.md"
+    tar czf "$OUT/baselines-eval.tgz" -C "$OUT" baselines && rm -rf "$OUT/baselines"
     ;;
   memory)
     # A greedy run on the 7.5 GB-per-tensor RMSNorm whose scripted replies
