@@ -125,7 +125,7 @@ for step in $steps; do
     # The judge's comparisons, checksums and bit-compares of large outputs,
     # fused kernels against torch in pieces (scripts/judge_reductions.py).
     log "judge reductions, fused and in pieces"
-    timeout "${RED_LIMIT:-180}" "$PY" scripts/judge_reductions.py --json "$OUT/reductions.json" \
+    timeout "${RED_LIMIT:-240}" "$PY" scripts/judge_reductions.py --json "$OUT/reductions.json" \
       > "$OUT/reductions.md" 2>"$OUT/reductions.stderr"
     echo "reductions exit $?" | tee -a "$OUT/steps.log"
     cat "$OUT/reductions.md"

@@ -2,10 +2,11 @@
 """What the judge's reductions of large outputs cost on a GPU, with the fused
 kernels (harness/kagent_harness/fused.py) and with torch in pieces.
 
-    PYTHONPATH=harness python3 scripts/judge_reductions.py [--sizes 4M,64M,1600M] [--dtypes float32,bfloat16]
+    PYTHONPATH=harness python3 scripts/judge_reductions.py [--sizes 4M,64M,2049M] [--dtypes float32,bfloat16]
 
 For each size and dtype: an output and its reference (the output within
-tolerance, one element far off: the comparison's full path), then the
+tolerance, two elements far off, one of them last: the comparison's full
+path; 2049M elements, 8.6 GB in fp32, index past 2^31), then the
 median milliseconds (wall clock, synchronised) of a verification comparison
 (compare_tensor), a timed call's recheck (device_violations, read back), a
 checksum (tensor_checksum) and a bitwise equality (tensor_bits_equal), each
@@ -52,6 +53,7 @@ def _row(n: int, dtype: torch.dtype, repeat: int) -> Dict[str, Any]:
     ref = torch.randn(n, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
     out = ref.clone()
     out[n // 3] += 1.0
+    out[n - 1] += 1.0
     tol = numerics.tolerance_for(dtype)
     ops: Dict[str, Callable[[], Any]] = {
         "compare": lambda: numerics.compare_tensor(out, ref, tol, "output").reason,
@@ -75,7 +77,7 @@ def _row(n: int, dtype: torch.dtype, repeat: int) -> Dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="4M,64M,1600M", help="elements per tensor (K, M, G suffixes)")
+    ap.add_argument("--sizes", default="4M,64M,2049M", help="elements per tensor (K, M, G suffixes)")
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", help="write the rows here")

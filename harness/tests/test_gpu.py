@@ -299,6 +299,31 @@ class GPUFusedTest(unittest.TestCase):
             self.assertEqual(got["1"], got["0"], dtype)
             self.assertEqual(got["1"][0], (1, 1, 5), dtype)
 
+    def test_indices_past_two_to_the_31(self) -> None:
+        """A tensor of more than 2^31 elements (KernelBench's 8.6 GB fp32
+        tensors have them): the far element near the end is found, at its
+        index, by both paths."""
+        from unittest import mock
+
+        from kagent_harness import checksum, fused, numerics
+
+        n = (1 << 31) + 7
+        if torch.cuda.mem_get_info()[0] < 4 * n * 2 + (2 << 30):
+            self.skipTest("not enough free device memory")
+        ref = torch.randn(n, device="cuda", dtype=torch.float16)
+        out = ref.clone()
+        out[n - 2] += 4.0
+        tol = numerics.tolerance_for(torch.float16)
+        got = {}
+        for way in ("0", "1"):
+            with mock.patch.dict(os.environ, {"KAGENT_FUSED": way}):
+                got[way] = (numerics._statistics(out, ref, tol)[:3], numerics._statistics(out, ref, tol)[5:],
+                            checksum.tensor_checksum(out), numerics.tensor_bits_equal(out, ref))
+        self.assertEqual(fused.failure(), "")
+        self.assertEqual(got["1"], got["0"])
+        self.assertEqual(got["1"][0], (0, 0, 1))
+        self.assertEqual(got["1"][1][1], n - 2, "the largest difference's flat offset")
+
 
 _SEEDED_RUNNER = r"""
 import glob, hashlib, os, sys, torch, triton, triton.language as tl
