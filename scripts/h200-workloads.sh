@@ -82,6 +82,10 @@ for step in $steps; do
           KAGENT_TIMING_CLOCK=$tc timeout "${EVAL_LIMIT:-120}" bin/kagent eval --json --no-progress --kernel-dir "$d" \
             --platform cuda --python "$PY" > "$OUT/baselines/$name-$clock-$i.json" 2>>"$OUT/baselines.stderr"
           echo "eval $name $clock $i exit $?" | tee -a "$OUT/steps.log"
+          # The device's clocks and temperature after each run: a spread
+          # across runs may follow them.
+          echo "$name $clock $i: $(nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw \
+            --format=csv,noheader 2>&1)" >> "$OUT/baselines-clocks.txt"
         done
       done
     done
