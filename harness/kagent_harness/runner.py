@@ -314,7 +314,7 @@ class Runner:
 
         # Launchers the judge built for kernels of earlier candidates, into
         # this runner's own cache before the candidate is imported.
-        from_fds(req.get("seeds"), _fds)
+        seeded = from_fds(req.get("seeds"), _fds)
         name = os.path.basename(str(req.get("name") or "kernel.py")) or "kernel.py"
         if not name.endswith(".py"):
             name += ".py"
@@ -328,7 +328,7 @@ class Runner:
             self.entry = find_entry(self.module, self.path, str(req.get("entry") or ""))
         except CheckFailure as f:
             raise _Failure(f.name, f.reason) from None
-        return {"entry": self.entry}
+        return {"entry": self.entry, "seeded": seeded}
 
     def op_build(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         self.callables[str(req["label"])] = self._build(req)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import types
 import unittest
@@ -126,6 +127,55 @@ class LauncherSeedsTest(unittest.TestCase):
             self.assertEqual(fake.launch_signatures, [["*fp32", "i32"]])
         finally:
             nv.make_launcher = original
+
+
+class RunnerReceivesSeedsTest(unittest.TestCase):
+    """Seeds sent with a runner's load request, through the real runner
+    process and its protocol (file descriptors passed with the request),
+    land in that runner's cache; malformed ones are ignored and the load
+    goes on."""
+
+    def test_load_writes_the_seeds(self) -> None:
+        from kagent_harness import launcher_seeds
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RunnerClient, sandboxed
+
+        name = launcher_seeds.LAUNCHER + sysconfig.get_config_var("EXT_SUFFIX")
+        blob = b"\x7fELF" + bytes(4000)
+        cases = [
+            ([("ab" * 32, name, blob)], 1),
+            ([("ab" * 32, "other.so", blob)], 0),  # not a launcher's name
+            ([("../" + "ab" * 31, name, blob)], 0),  # not a key
+        ]
+        for seeds, want in cases:
+            specs, fds = launcher_seeds.to_fds(seeds)
+            self.assertEqual(len(fds), 1)
+            # An unsandboxed runner takes this process's environment: its cache
+            # here, not the user's (a sandboxed one has its own /tmp/triton).
+            cache = tempfile.mkdtemp(prefix="kagent-runner-cache-")
+            try:
+                with mock.patch.dict(os.environ, {"TRITON_CACHE_DIR": cache}):
+                    rc = RunnerClient(Device("cpu"))
+                try:
+                    reply = rc.request("load", {"source": "def kernel_function(x):\n    return x + 1\n",
+                                                "name": "kernel.py", "entry": "", "require_triton": False,
+                                                "seeds": specs, "tf32": "allow", "dtype": ""}, fds=fds)
+                    self.assertEqual(reply.get("entry"), "kernel_function")
+                    self.assertEqual(reply.get("seeded"), want, seeds[0][:2])
+                finally:
+                    rc.close()
+                if want and not sandboxed():
+                    from triton.runtime.cache import get_cache_manager
+
+                    with mock.patch.dict(os.environ, {"TRITON_CACHE_DIR": cache}):
+                        found = get_cache_manager(seeds[0][0]).get_file(name)
+                    self.assertIsNotNone(found, os.listdir(cache))
+                    with open(found, "rb") as f:
+                        self.assertEqual(f.read(), blob)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+                shutil.rmtree(cache, ignore_errors=True)
 
 
 if __name__ == "__main__":
