@@ -573,6 +573,9 @@ class RemoteCandidate:
         self.problem = problem
         self.rc = rc
         self.module = None
+        # Triton launchers the judge built, written into the runner's cache
+        # before the import (launcher_seeds.py), as the runner counted them.
+        self.seeded = 0
         self._callables: Dict[str, RemoteCallable] = {}
         # What verification found, for timing (see Candidate).
         self.verified_sums: Optional[Dict[int, Any]] = None
@@ -644,7 +647,10 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
         raise
     finally:
         _close(fds)
-    return RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
+    cand = RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
+    seeded = reply.get("seeded")
+    cand.seeded = seeded if isinstance(seeded, int) and 0 <= seeded <= len(specs) else 0
+    return cand
 
 
 def _launcher_seeds(device: Device) -> Tuple[List[Dict[str, str]], List[int]]:
