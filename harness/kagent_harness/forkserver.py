@@ -425,8 +425,10 @@ def main() -> int:
     # shared pages unwritten.
     import gc
 
+    from .launcher_seeds import enabled
+
     seed = None
-    if runners and kind == "cuda" and not getattr(sys.modules["torch"].version, "hip", None):
+    if runners and kind == "cuda" and not getattr(sys.modules["torch"].version, "hip", None) and enabled():
         from .launches import build_driver_seed
 
         seed, why = build_driver_seed()

@@ -28,6 +28,9 @@ import sysconfig
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 MAX_SEEDS = 32
+# KAGENT_TRITON_SEEDS=0 turns seeding off: no launcher is recorded, built or
+# sent, and the fork server builds no C helper module (launches.py).
+SWITCH = "KAGENT_TRITON_SEEDS"
 NEW_PER_CANDIDATE = 4
 MAX_ARGS = 64
 LAUNCHER = "__triton_launcher"
@@ -36,6 +39,10 @@ _TYPE = re.compile(r"^(\*k?)?(i1|i8|i16|i32|i64|u1|u8|u16|u32|u64|fp8e4nv|fp8e5|
 
 _seeds: Dict[str, Tuple[str, str, bytes]] = {}
 _failed: List[str] = []
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "1") != "0"
 
 
 def valid(sig: Any) -> bool:
@@ -58,7 +65,7 @@ def _build(sig: Sequence[str]) -> Optional[Tuple[str, str, bytes]]:
 def learn(signatures: Any) -> int:
     """Build the launchers of claimed signatures not built yet; returns how
     many were built."""
-    if _failed or not isinstance(signatures, list):
+    if _failed or not enabled() or not isinstance(signatures, list):
         return 0
     built = 0
     for sig in signatures[:MAX_ARGS]:
@@ -111,7 +118,7 @@ def from_fds(specs: Any, fds: Sequence[int]) -> int:
     stay open (the request's owner closes them)."""
     from .launches import seed_cache
 
-    if not isinstance(specs, list) or len(specs) != len(fds):
+    if not enabled() or not isinstance(specs, list) or len(specs) != len(fds):
         return 0
     want = LAUNCHER + sysconfig.get_config_var("EXT_SUFFIX")
     done = 0

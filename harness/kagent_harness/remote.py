@@ -656,10 +656,10 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
 def _launcher_seeds(device: Device) -> Tuple[List[Dict[str, str]], List[int]]:
     """The launchers built so far, as sealed memory files for a new runner
     (launcher_seeds.py); none off NVIDIA."""
-    if not device.is_cuda or getattr(torch.version, "hip", None):
-        return [], []
     from . import launcher_seeds
 
+    if not device.is_cuda or getattr(torch.version, "hip", None) or not launcher_seeds.enabled():
+        return [], []
     return launcher_seeds.to_fds(launcher_seeds.seeds())
 
 

@@ -93,7 +93,9 @@ class Runner:
         # builds a launcher for (launcher_seeds.py), recorded from before the
         # guard's baseline.
         self.launch_signatures: List[List[str]] = []
-        if self.device.is_cuda and not getattr(torch.version, "hip", None):
+        from .launcher_seeds import enabled
+
+        if self.device.is_cuda and not getattr(torch.version, "hip", None) and enabled():
             self._record_launchers()
         self.guard = Guard(dynamo=False)
         # The last precompile's variants (screening): module, entry, path;

@@ -104,6 +104,22 @@ class LauncherSeedsTest(unittest.TestCase):
             for fd in fds:
                 os.close(fd)
 
+    def test_switched_off(self) -> None:
+        sig = ["*fp32", "*fp32", "i32", "constexpr"]
+        with mock.patch.dict(os.environ, {self.ls.SWITCH: "0"}):
+            self.assertFalse(self.ls.enabled())
+            self.assertEqual(self.ls.learn([sig]), 0)
+        self.assertEqual(self.ls.learn([sig]), 1)
+        specs, fds = self.ls.to_fds(self.ls.seeds())
+        try:
+            cache = os.path.join(self.tmp, "off-cache")
+            with mock.patch.dict(os.environ, {self.ls.SWITCH: "0", "TRITON_CACHE_DIR": cache}):
+                self.assertEqual(self.ls.from_fds(specs, fds), 0)
+            self.assertFalse(os.path.exists(cache) and os.listdir(cache))
+        finally:
+            for fd in fds:
+                os.close(fd)
+
     def test_caps(self) -> None:
         sigs = [["*fp32"] * k for k in range(1, 10)]
         self.assertEqual(self.ls.learn(sigs), self.ls.NEW_PER_CANDIDATE)
@@ -144,6 +160,7 @@ class RunnerReceivesSeedsTest(unittest.TestCase):
         blob = b"\x7fELF" + bytes(4000)
         cases = [
             ([("ab" * 32, name, blob)], 1),
+            ([("ab" * 32, name, blob)], "off"),  # KAGENT_TRITON_SEEDS=0 in the runner's environment
             ([("ab" * 32, "other.so", blob)], 0),  # not a launcher's name
             ([("../" + "ab" * 31, name, blob)], 0),  # not a key
         ]
@@ -154,7 +171,10 @@ class RunnerReceivesSeedsTest(unittest.TestCase):
             # here, not the user's (a sandboxed one has its own /tmp/triton).
             cache = tempfile.mkdtemp(prefix="kagent-runner-cache-")
             try:
-                with mock.patch.dict(os.environ, {"TRITON_CACHE_DIR": cache}):
+                env = {"TRITON_CACHE_DIR": cache}
+                if want == "off":
+                    env[launcher_seeds.SWITCH], want = "0", 0
+                with mock.patch.dict(os.environ, env):
                     rc = RunnerClient(Device("cpu"))
                 try:
                     reply = rc.request("load", {"source": "def kernel_function(x):\n    return x + 1\n",
