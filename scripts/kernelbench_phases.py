@@ -8,12 +8,11 @@ timing.json (the worker's phases).
 Prints a table and writes SWEEP_DIR/phases.json and SWEEP_DIR/phases.md.
 Columns: wall s (the problem's whole time), round 0 s (first verification,
 timing of the input and both baselines, profile), variants (candidates of
-rounds >= 1), seeded (of those, the ones whose runner was given Triton
-launchers the judge built: the import check says so), s/variant (round
-time over its candidates, median over rounds), verify s and timing s (per
-variant, median), compared (variants timed again against the best,
-interleaved) and compare s (median, in the worker), then the largest
-verification and timing phases (median seconds per variant, in the worker).
+rounds >= 1), s/variant (round time over its candidates, median over rounds),
+verify s and timing s (per variant, median), compared (variants timed again
+against the best, interleaved) and compare s (median, in the worker), then
+the largest verification and timing phases (median seconds per variant, in
+the worker).
 """
 
 from __future__ import annotations
@@ -62,7 +61,6 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     tphases: Dict[str, List[float]] = {}
     tparts: Dict[str, List[float]] = {}
     variants = 0
-    seeded = 0  # variants whose runner got Triton launchers the judge built
     for cand in sorted(glob.glob(os.path.join(run_dir, "round*", "cand*"))):
         if os.path.basename(os.path.dirname(cand)) == "round000":
             continue
@@ -72,9 +70,6 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
             with open(vpath, encoding="utf-8") as f:
                 v = json.load(f)
             verify_s.append((v.get("duration_ns") or 0) / 1e9)
-            if any(ch.get("name") == "import" and "built by the judge" in str(ch.get("reason") or "")
-                   for ch in v.get("checks") or [] if isinstance(ch, dict)):
-                seeded += 1
             for k, x in (v.get("phases") or {}).items():
                 vphases.setdefault(k, []).append(float(x))
         if os.path.exists(tpath):
@@ -97,7 +92,6 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     return {
         "round0_s": round(rounds.get(0, 0.0), 2),
         "variants": variants,
-        "seeded": seeded,
         "s_per_variant": round(_median(per_variant), 3),
         "verify_s": round(_median(verify_s), 3),
         "timing_s": round(_median(timing_s), 3),
@@ -137,12 +131,12 @@ def main(argv: List[str]) -> int:
     walls = [x["wall_s"] for x in rows if x["wall_s"] > 0]
     summary = {"problems": len(rows), "median_wall_s": round(_median(walls), 2),
                "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
-    lines = ["| id | problem | wall s | round 0 s | variants | seeded | s/variant | verify s | timing s | compared | compare s | "
-             "kernel ms | largest verify phases (s) | timing phases (s) |", "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"]
+    lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | "
+             "kernel ms | largest verify phases (s) | timing phases (s) |", "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"]
     for x in rows:
         kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
         lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | {x.get('variants', 0)} | "
-                     f"{x.get('seeded', 0)} | {x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
+                     f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
                      f"{x.get('compared', 0)} | {x.get('compare_s', 0):.2f} | {kms} | "
                      f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")
     lines.append("")

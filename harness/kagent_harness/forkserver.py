@@ -137,12 +137,7 @@ def _child(conn: socket.socket, fds: list, request: Dict[str, object], server: "
     if role == "runner":
         import socket as _socket
 
-        from .launches import seed_cache
         from .runner import run
-
-        # Into the runner's own cache (its environment is in place), before
-        # any candidate code: the runner then loads it instead of building it.
-        seed_cache(server.driver_seed)
 
         return run(_socket.socket(fileno=link_fd), server.kind)
     if judge_fd >= 0:
@@ -179,9 +174,6 @@ class Server:
             self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.listener.bind(path)
             self.listener.listen(64)
-        # Triton's C helper module, built once here for every runner's
-        # private cache (launches.build_driver_seed); None: each builds it.
-        self.driver_seed: Optional[Tuple[str, str, bytes]] = None
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         signal.signal(signal.SIGCHLD, lambda *_: self._wake())
@@ -425,18 +417,8 @@ def main() -> int:
     # shared pages unwritten.
     import gc
 
-    from .launcher_seeds import enabled
-
-    seed = None
-    if runners and kind == "cuda" and not getattr(sys.modules["torch"].version, "hip", None) and enabled():
-        from .launches import build_driver_seed
-
-        seed, why = build_driver_seed()
-        if seed is None:
-            _log(f"Triton's C helper module not built ahead (each runner builds it): {why}")
     gc.freeze()
     server = Server(path, kind, control)
-    server.driver_seed = seed
     try:
         return server.serve()
     finally:

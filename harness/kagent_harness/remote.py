@@ -573,9 +573,6 @@ class RemoteCandidate:
         self.problem = problem
         self.rc = rc
         self.module = None
-        # Triton launchers the judge built, written into the runner's cache
-        # before the import (launcher_seeds.py), as the runner counted them.
-        self.seeded = 0
         self._callables: Dict[str, RemoteCallable] = {}
         # What verification found, for timing (see Candidate).
         self.verified_sums: Optional[Dict[int, Any]] = None
@@ -589,14 +586,11 @@ class RemoteCandidate:
         from .usertest import _read
 
         rc = RunnerClient(self.rc.device)
-        specs, fds = _launcher_seeds(rc.device)
         try:
             reply = rc.request("usertest", {"test": _read(test_path), "kernel": self.source,
-                                            "problem": _read(problem_path), "timeout_s": timeout_s,
-                                            "seeds": specs},
-                               fds=fds, what="the user test")
+                                            "problem": _read(problem_path), "timeout_s": timeout_s},
+                               what="the user test")
         finally:
-            _close(fds)
             rc.close()
         return reply.get("passed") is True, one_line(str(reply.get("reason") or ""))[:2000]
 
@@ -636,56 +630,15 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
     # and earlier candidates) goes back to the device for the runner.
     problem.device.empty_cache()
     rc = RunnerClient(problem.device)
-    specs, fds = _launcher_seeds(problem.device)
     try:
         reply = rc.request("load", {"source": source, "name": os.path.basename(path), "entry": entry,
-                                    "require_triton": require_triton, "seeds": specs,
+                                    "require_triton": require_triton,
                                     "tf32": problem.tf32, "dtype": dtype_name(problem.dtype) if problem.dtype is not None else ""},
-                           fds=fds, what=f"importing {os.path.basename(path)}")
+                           what=f"importing {os.path.basename(path)}")
     except BaseException:
         rc.close()
         raise
-    finally:
-        _close(fds)
-    cand = RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
-    seeded = reply.get("seeded")
-    cand.seeded = seeded if isinstance(seeded, int) and 0 <= seeded <= len(specs) else 0
-    return cand
-
-
-def _launcher_seeds(device: Device) -> Tuple[List[Dict[str, str]], List[int]]:
-    """The launchers built so far, as sealed memory files for a new runner
-    (launcher_seeds.py); none off NVIDIA."""
-    from . import launcher_seeds
-
-    if not device.is_cuda or getattr(torch.version, "hip", None) or not launcher_seeds.enabled():
-        return [], []
-    return launcher_seeds.to_fds(launcher_seeds.seeds())
-
-
-def _close(fds: List[int]) -> None:
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-
-
-def learn_launchers(cand: Any) -> int:
-    """After a candidate passed: build the launchers of the signatures its
-    runner launched that no earlier candidate had (launcher_seeds.py).
-    Returns how many were built; a runner that does not answer changes
-    nothing."""
-    rc = getattr(cand, "rc", None)
-    if rc is None or rc.closed or not rc.device.is_cuda or getattr(torch.version, "hip", None):
-        return 0
-    from . import launcher_seeds
-
-    try:
-        reply = rc.request("launch_signatures", {}, what="the launch signatures")
-    except Exception:  # noqa: BLE001 - an optimisation: it never changes a verdict
-        return 0
-    return launcher_seeds.learn(reply.get("signatures"))
+    return RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
 
 
 def runner_cpu_seconds(pid: int) -> Optional[float]:

@@ -89,14 +89,6 @@ class Runner:
         self.dtype: Any = None
         self.callables: Dict[str, Callable[..., Any]] = {}
         self.flush: Any = None
-        # The argument types of each kernel signature this runner's Triton
-        # builds a launcher for (launcher_seeds.py), recorded from before the
-        # guard's baseline.
-        self.launch_signatures: List[List[str]] = []
-        from .launcher_seeds import enabled
-
-        if self.device.is_cuda and not getattr(torch.version, "hip", None) and enabled():
-            self._record_launchers()
         self.guard = Guard(dynamo=False)
         # The last precompile's variants (screening): module, entry, path;
         # empty for one that failed to load.
@@ -107,32 +99,6 @@ class Runner:
         self.event_ms: List[float] = []
 
     # -- helpers --
-
-    def _record_launchers(self) -> None:
-        try:
-            from triton.backends.nvidia import driver as nv
-        except Exception:  # noqa: BLE001 - no NVIDIA backend: nothing to record
-            return
-        original = nv.make_launcher
-        seen = self.launch_signatures
-
-        def make_launcher(*args: Any, **kwargs: Any) -> Any:
-            try:
-                signature = kwargs.get("signature", args[1] if len(args) > 1 else None)
-                described = kwargs.get("tensordesc_meta", args[2] if len(args) > 2 else None)
-                types = list(signature.values()) if isinstance(signature, dict) else []
-                if (not described and types and all(isinstance(t, str) for t in types)
-                        and types not in seen and len(seen) < 64):
-                    seen.append(types)
-            except Exception:  # noqa: BLE001 - recording never stands in the launch's way
-                pass
-            return original(*args, **kwargs)
-
-        nv.make_launcher = make_launcher
-
-    def op_launch_signatures(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
-        """The kernel signatures this runner built launchers for."""
-        return {"signatures": self.launch_signatures[:64]}
 
     def _tensor(self, spec: Dict[str, Any], mirror: bool = True) -> Any:
         """The tensor a spec names. The same buffer seen the same way is the
@@ -312,11 +278,6 @@ class Runner:
         # to a private folder under the candidate's own name.
         import tempfile
 
-        from .launcher_seeds import from_fds
-
-        # Launchers the judge built for kernels of earlier candidates, into
-        # this runner's own cache before the candidate is imported.
-        seeded = from_fds(req.get("seeds"), _fds)
         name = os.path.basename(str(req.get("name") or "kernel.py")) or "kernel.py"
         if not name.endswith(".py"):
             name += ".py"
@@ -330,7 +291,7 @@ class Runner:
             self.entry = find_entry(self.module, self.path, str(req.get("entry") or ""))
         except CheckFailure as f:
             raise _Failure(f.name, f.reason) from None
-        return {"entry": self.entry, "seeded": seeded}
+        return {"entry": self.entry}
 
     def op_build(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         self.callables[str(req["label"])] = self._build(req)
@@ -705,12 +666,10 @@ class Runner:
         return {}
 
     def op_usertest(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
-        from .launcher_seeds import from_fds
         from .usertest import run_sources
 
         if self.module is not None:
             raise _Failure("bad_request", "the user test runs only in a runner that imported no candidate")
-        from_fds(req.get("seeds"), _fds)
         ok, reason = run_sources(str(req.get("test") or ""), str(req.get("kernel") or ""),
                                  str(req.get("problem") or ""), float(req.get("timeout_s") or 300.0))
         return {"passed": ok, "reason": reason}
@@ -735,7 +694,6 @@ class Runner:
             "precompile": self.op_precompile,
             "select": self.op_select,
             "clock_spans": self.op_clock_spans,
-            "launch_signatures": self.op_launch_signatures,
         }
         while True:
             try:

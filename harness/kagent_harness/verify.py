@@ -152,8 +152,7 @@ def _load_isolated(
     cand = load_remote(problem, path, source, entry, require_triton)
     try:
         if rec is not None:
-            seeded = f"; {cand.seeded} Triton launcher(s) built by the judge in its cache" if cand.seeded else ""
-            rec.ok(F.IMPORT, f"imported {base} in its own process{seeded}")
+            rec.ok(F.IMPORT, f"imported {base} in its own process")
         cand.callable_for(problem.main)
         if rec is not None:
             rec.ok(F.ENTRY, f"{cand.entry}")

@@ -323,10 +323,6 @@ class Worker:
         if cand is not None:
             self.candidates[key] = cand
             self._keep(problem, key)
-            from .remote import learn_launchers
-
-            # The runners of later candidates get this one's launchers built.
-            learn_launchers(cand)
         return result
 
     def _verify_once(self, key: Any, run: Callable[[], Tuple[Dict[str, Any], Any]],

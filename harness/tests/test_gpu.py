@@ -325,68 +325,6 @@ class GPUFusedTest(unittest.TestCase):
         self.assertEqual(got["1"][1][1], n - 2, "the largest difference's flat offset")
 
 
-_SEEDED_RUNNER = r"""
-import glob, hashlib, os, sys, torch, triton, triton.language as tl
-from kagent_harness.launcher_seeds import from_fds
-
-specs = [{"key": sys.argv[1], "name": sys.argv[2]}]
-assert from_fds(specs, [int(sys.argv[3])]) == 1
-
-@triton.jit
-def add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
-
-x = torch.arange(1000, device="cuda", dtype=torch.float32)
-out = torch.empty_like(x)
-add_one[(4,)](x, out, 1000, BLOCK=256)
-torch.cuda.synchronize()
-assert torch.equal(out, x + 1), "the seeded launcher launched wrongly"
-from triton.runtime.cache import get_cache_manager
-
-seeded = get_cache_manager(sys.argv[1]).cache_dir  # Triton names the folder after the key
-for p in sorted(glob.glob(os.path.join(os.environ["TRITON_CACHE_DIR"], "*", "__triton_launcher*.so"))):
-    with open(p, "rb") as f:  # a seed Triton could not load would be rebuilt in its place
-        print("seeded" if os.path.dirname(p) == seeded else "built", hashlib.sha256(f.read()).hexdigest())
-"""
-
-
-@unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")
-class GPULauncherSeedTest(unittest.TestCase):
-    """A launcher the judge builds (launcher_seeds.py), handed to a fresh
-    process as a sealed memory file, is the one that process's Triton uses
-    for a kernel of that signature: it builds none of its own, and the
-    kernel's launch through it is right."""
-
-    def test_a_seeded_process_builds_no_launcher(self) -> None:
-        import hashlib
-        import subprocess
-        import sys
-        import tempfile
-        from unittest import mock
-
-        from kagent_harness import launcher_seeds
-
-        with mock.patch.multiple(launcher_seeds, _seeds={}, _failed=[]):
-            self.assertEqual(launcher_seeds.learn([["*fp32", "*fp32", "i32", "constexpr"]]), 1,
-                             launcher_seeds._failed)
-            (key, name, data), = launcher_seeds.seeds()
-            _, fds = launcher_seeds.to_fds(launcher_seeds.seeds())
-        try:
-            with tempfile.TemporaryDirectory(prefix="kagent-seeded-") as cache:
-                here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-                env = dict(os.environ, TRITON_CACHE_DIR=cache)
-                env.pop("TRITON_INTERPRET", None)
-                done = subprocess.run([sys.executable, "-c", _SEEDED_RUNNER, key, name, str(fds[0])], cwd=here,
-                                      env=env, pass_fds=fds, capture_output=True, text=True, check=False)
-                self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-                self.assertEqual(done.stdout.split(), ["seeded", hashlib.sha256(data).hexdigest()],
-                                 "one launcher in the cache: the seeded one, as it was sent")
-        finally:
-            for fd in fds:
-                os.close(fd)
-
-
 @unittest.skipUnless(HAS_TRITON, "triton is not importable")
 class InterpreterTest(unittest.TestCase):
     """On the cpu platform with Triton importable, kernels run in the interpreter."""

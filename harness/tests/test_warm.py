@@ -5,7 +5,6 @@ compiles kernels as before."""
 from __future__ import annotations
 
 import os
-import tempfile
 import unittest
 
 from kagent_harness.launches import warm_compiler
@@ -83,68 +82,6 @@ class WarmCompilerTest(unittest.TestCase):
 
         with mock.patch.dict(os.environ, {"TRITON_INTERPRET": "1"}):
             self.assertEqual(warm_compiler(), "interpreter mode")
-
-
-@unittest.skipUnless(_triton() or os.environ.get("KAGENT_REQUIRE_TRITON") == "1", "needs triton")
-class DriverSeedTest(unittest.TestCase):
-    """The NVIDIA backend's C helper module, built once and written into a
-    runner's empty Triton cache where Triton's own lookup finds it (built
-    here against a stand-in libcuda: linking needs the library, nothing
-    loads it)."""
-
-    def test_seeded_module_is_what_triton_looks_up(self) -> None:
-        import shutil
-        import subprocess
-        import sysconfig
-        from unittest import mock
-
-        from kagent_harness import launches
-
-        if shutil.which("gcc") is None and shutil.which("clang") is None:
-            self.skipTest("no C compiler")
-        tmp = tempfile.mkdtemp(prefix="kagent-seed-test-")
-        try:
-            stub = os.path.join(tmp, "stub.c")
-            with open(stub, "w", encoding="utf-8") as f:
-                f.write("int cuInit(unsigned int flags) { return 0; }\n")
-            lib = os.path.join(tmp, "lib")
-            os.mkdir(lib)
-            cc = shutil.which("gcc") or shutil.which("clang")
-            subprocess.check_call([cc, "-shared", "-fPIC", "-o", os.path.join(lib, "libcuda.so.1"), stub])
-            from triton.backends.nvidia import driver as nv
-
-            # Triton remembers the library's directory for the process.
-            nv.libcuda_dirs.cache_clear()
-            nv.library_dirs.cache_clear()
-            with mock.patch.dict(os.environ, {"TRITON_LIBCUDA_PATH": lib}):
-                seed, why = launches.build_driver_seed()
-            nv.libcuda_dirs.cache_clear()
-            nv.library_dirs.cache_clear()
-            self.assertIsNotNone(seed, why)
-            key, name, data = seed
-            self.assertEqual(name, "cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX"))
-            self.assertGreater(len(data), 1000)
-            cache = os.path.join(tmp, "runner-cache")
-            with mock.patch.dict(os.environ, {"TRITON_CACHE_DIR": cache}):
-                from pathlib import Path
-
-                from triton.backends.nvidia import driver as nv
-                from triton.runtime import build
-                from triton.runtime.cache import get_cache_manager
-
-                src = Path(os.path.join(nv.dirname, "driver.c")).read_text()
-                want = __import__("hashlib").sha256((src + build.platform_key()).encode("utf-8")).hexdigest()
-                self.assertEqual(key, want, "the key Triton's compile_module_from_src computes")
-                self.assertIsNone(get_cache_manager(key).get_file(name))
-                launches.seed_cache(seed)
-                found = get_cache_manager(key).get_file(name)
-                self.assertIsNotNone(found, "Triton's lookup finds the seeded module")
-                with open(found, "rb") as f:
-                    self.assertEqual(f.read(), data)
-                launches.seed_cache(seed)  # already there: left as it is
-                launches.seed_cache(None)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -56,9 +56,6 @@ var envAllow = []string{
 	"KAGENT_FUSED",
 	// Timing from the profiler's device records (kernel_clock.py), opt-in.
 	"KAGENT_TIMING_CLOCK",
-	// Triton modules built once and seeded into runners' caches
-	// (launcher_seeds.py): 0 turns it off.
-	"KAGENT_TRITON_SEEDS",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.
