@@ -158,6 +158,7 @@ def _differing(out: torch.Tensor, ref: torch.Tensor) -> Any:
     counts = [(o != r).sum() for _, o, r in paired_chunks(out, ref, CHUNK)]
     return torch.stack(counts).sum()
 
+
 def _statistics(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Tuple[int, int, int, float, float, float, int, float]:
     """(new NaN, bad Inf, elements beyond tolerance, squared norm of the
     finite difference, of the finite reference, largest |difference|, its

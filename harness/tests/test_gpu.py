@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import unittest
+from typing import Any, Callable
 
 import torch
 
@@ -25,6 +26,29 @@ def _problem(name: str) -> str:
 
 def _cand(platform: str, name: str) -> str:
     return os.path.join(TESTDATA_DIR, "candidates", platform, name + ".py")
+
+
+def _load_and_verify(test: unittest.TestCase, client: WorkerClient) -> tuple:
+    """add_relu loaded and its correct cuda kernel verified: (problem id,
+    the kernel's path, the verdict)."""
+    load = client.request("load_problem", problem_path=_problem("add_relu"), seeds=SEEDS)
+    test.assertTrue(load["ok"], load)
+    pid = load["result"]["problem_id"]
+    good = _cand("cuda", "add_relu_ok")
+    v = client.request("verify", problem_id=pid, candidate_path=good, require_triton=True)
+    test.assertTrue(v["result"]["passed"], v)
+    return pid, good, v
+
+
+def _both_ways(compute: Callable[[str], Any]) -> dict:
+    """compute(way) with the judge's fused reductions off ("0") and on ("1")."""
+    from unittest import mock
+
+    got = {}
+    for way in ("0", "1"):
+        with mock.patch.dict(os.environ, {"KAGENT_FUSED": way}):
+            got[way] = compute(way)
+    return got
 
 
 @unittest.skipUnless(HAS_CUDA, "no GPU")
@@ -206,12 +230,7 @@ class GPUWorkerTest(unittest.TestCase):
 
     def test_verify_bench_compare(self) -> None:
         c = self.client
-        load = c.request("load_problem", problem_path=_problem("add_relu"), seeds=SEEDS)
-        self.assertTrue(load["ok"], load)
-        pid = load["result"]["problem_id"]
-        good = _cand("cuda", "add_relu_ok")
-        v = c.request("verify", problem_id=pid, candidate_path=good, require_triton=True)
-        self.assertTrue(v["result"]["passed"], v)
+        pid, good, v = _load_and_verify(self, c)
         self.assertGreaterEqual(v["result"]["launches"], 1)
         for target in ("kernel", "eager", "compile"):
             b = c.request("bench", problem_id=pid, target=target, candidate_path=good, rep_ms=20, warmup_ms=5)
@@ -245,12 +264,7 @@ class GPUProfilerClockTest(unittest.TestCase):
         client = WorkerClient(device="cuda", env={"KAGENT_TIMING_CLOCK": "profiler"})
         try:
             client.start()
-            load = client.request("load_problem", problem_path=_problem("add_relu"), seeds=SEEDS)
-            self.assertTrue(load["ok"], load)
-            pid = load["result"]["problem_id"]
-            good = _cand("cuda", "add_relu_ok")
-            v = client.request("verify", problem_id=pid, candidate_path=good, require_triton=True)
-            self.assertTrue(v["result"]["passed"], v)
+            pid, good, _ = _load_and_verify(self, client)
             for target in ("kernel", "eager", "compile"):
                 b = client.request("bench", problem_id=pid, target=target, candidate_path=good, rep_ms=20, warmup_ms=5)
                 self.assertTrue(b["ok"], b)
@@ -274,8 +288,6 @@ class GPUFusedTest(unittest.TestCase):
     torch in pieces gives, on tensors of several programs' spans."""
 
     def test_fused_matches_torch(self) -> None:
-        from unittest import mock
-
         from kagent_harness import checksum, fused, numerics
 
         n = 5 * fused.MIN_ELEMENTS + 12345
@@ -286,15 +298,16 @@ class GPUFusedTest(unittest.TestCase):
             out[11] = float("nan")
             out[12] = float("inf")
             tol = numerics.tolerance_for(dtype)
-            got: dict = {}
-            for way in ("0", "1"):
-                with mock.patch.dict(os.environ, {"KAGENT_FUSED": way}):
-                    self.assertEqual(fused.usable(out, ref), way == "1")
-                    got[way] = (numerics._statistics(out, ref, tol)[:3], numerics._statistics(out, ref, tol)[5:],
-                                numerics.compare_tensor(out, ref, tol, "o").ok,
-                                int(numerics.device_violations(out, ref, lambda d: tol)),
-                                checksum.tensor_checksum(out), numerics.tensor_bits_equal(out, ref),
-                                numerics.tensor_bits_equal(out, out.clone()))
+
+            def compute(way: str) -> tuple:
+                self.assertEqual(fused.usable(out, ref), way == "1")
+                return (numerics._statistics(out, ref, tol)[:3], numerics._statistics(out, ref, tol)[5:],
+                        numerics.compare_tensor(out, ref, tol, "o").ok,
+                        int(numerics.device_violations(out, ref, lambda d: tol)),
+                        checksum.tensor_checksum(out), numerics.tensor_bits_equal(out, ref),
+                        numerics.tensor_bits_equal(out, out.clone()))
+
+            got = _both_ways(compute)
             self.assertEqual(fused.failure(), "")
             self.assertEqual(got["1"], got["0"], dtype)
             self.assertEqual(got["1"][0], (1, 1, 5), dtype)
@@ -303,8 +316,6 @@ class GPUFusedTest(unittest.TestCase):
         """A tensor of more than 2^31 elements (KernelBench's 8.6 GB fp32
         tensors have them): the far element near the end is found, at its
         index, by both paths."""
-        from unittest import mock
-
         from kagent_harness import checksum, fused, numerics
 
         n = (1 << 31) + 7
@@ -314,11 +325,8 @@ class GPUFusedTest(unittest.TestCase):
         out = ref.clone()
         out[n - 2] += 4.0
         tol = numerics.tolerance_for(torch.float16)
-        got = {}
-        for way in ("0", "1"):
-            with mock.patch.dict(os.environ, {"KAGENT_FUSED": way}):
-                got[way] = (numerics._statistics(out, ref, tol)[:3], numerics._statistics(out, ref, tol)[5:],
-                            checksum.tensor_checksum(out), numerics.tensor_bits_equal(out, ref))
+        got = _both_ways(lambda _: (numerics._statistics(out, ref, tol)[:3], numerics._statistics(out, ref, tol)[5:],
+                                    checksum.tensor_checksum(out), numerics.tensor_bits_equal(out, ref)))
         self.assertEqual(fused.failure(), "")
         self.assertEqual(got["1"], got["0"])
         self.assertEqual(got["1"][0], (0, 0, 1))
