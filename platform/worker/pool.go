@@ -80,6 +80,30 @@ func NewPool(ctx context.Context, opts []Options, spare bool, log *slog.Logger) 
 	return p, nil
 }
 
+// TakeSpare hands over the warm spare of the slot l holds, as a pool of its
+// own, when one is ready and alive: a worker that has served no request,
+// whose start-up was paid in the background. The slot starts another spare.
+// It returns nil when none is ready.
+func (p *Pool) TakeSpare(l *Lease) *Pool {
+	w := l.slot.takeSpare()
+	if w == nil {
+		return nil
+	}
+	if p.spare {
+		p.startSpare(l.slot)
+	}
+	if !w.Alive() {
+		_ = w.Close()
+		return nil
+	}
+	q := &Pool{log: p.log, idle: make(chan *slot, 1)}
+	q.spareCtx, q.spareCancel = context.WithCancel(context.Background())
+	s := &slot{index: l.slot.index, opts: l.slot.opts, w: w}
+	q.slots = append(q.slots, s)
+	q.idle <- s
+	return q
+}
+
 // Size is the number of slots.
 func (p *Pool) Size() int { return len(p.slots) }
 

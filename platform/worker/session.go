@@ -240,11 +240,16 @@ func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Ve
 	return v, err
 }
 
-// gate verifies c in a brand-new worker on the leased slot's GPU.
+// gate verifies c in a brand-new worker on the leased slot's GPU: the
+// slot's warm spare when one is ready (a process that has served no request,
+// started while the search ran), else one started now.
 func (s *Session) gate(ctx context.Context, l *Lease, c platform.Candidate) (platform.Verdict, error) {
-	pool, err := NewPool(ctx, []Options{l.slot.opts}, false, s.cfg.Logger)
-	if err != nil {
-		return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
+	pool := s.Engine.pool.TakeSpare(l)
+	if pool == nil {
+		var err error
+		if pool, err = NewPool(ctx, []Options{l.slot.opts}, false, s.cfg.Logger); err != nil {
+			return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
+		}
 	}
 	defer pool.Close()
 	req := s.Engine.req
