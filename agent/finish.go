@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/kagent-kernels/kagent/agent/llm"
 	"github.com/kagent-kernels/kagent/agent/store"
@@ -19,6 +21,7 @@ import (
 // best_kernel.py, optimized_kernel_<strategy>.py, the report, and the run
 // recorded as finished.
 func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
+	l.prepareFinalProfile()
 	gate, err := l.acceptanceGate(ctx)
 	if err != nil {
 		return l.fail(ctx, err)
@@ -37,8 +40,13 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 	}
 	if l.cfg.ProfileCandidates == configs.ProfileFinal {
 		// Profiled once, now that it is final, not at each promotion.
+		start := time.Now()
+		skipped := best.Metrics != nil && strings.HasPrefix(best.Metrics.Fallback, notProfiled)
 		if best, err = l.profileSkipped(ctx, best); err != nil {
 			return l.fail(ctx, err)
+		}
+		if skipped {
+			l.log.Info("final profile", "candidate", best.ID, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	bestPath := l.art.path("best_kernel.py")
@@ -64,6 +72,21 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 	return res, nil
 }
 
+// prepareFinalProfile starts the profiler's process ahead under
+// profile_candidates final, where the best is profiled when the run ends: its
+// start-up (the profiler's, torch's and Triton's imports) then overlaps the
+// rounds and the acceptance gate instead of following them. A process
+// already waiting is kept; one that waits past the profiler's idle limit
+// ends and the profile starts its own.
+func (l *loop) prepareFinalProfile() {
+	if l.cfg.ProfileCandidates != configs.ProfileFinal {
+		return
+	}
+	if pp, ok := l.in.Session.(platform.ProfilePreparer); ok {
+		pp.PrepareProfile()
+	}
+}
+
 // acceptanceGate re-verifies the best kernel in a fresh process with new
 // seeds. A best that fails is rejected with the gate's verdict and the one
 // promoted before it is tried, down to the input kernel.
@@ -87,10 +110,12 @@ func (l *loop) acceptanceGate(ctx context.Context) (*platform.Verdict, error) {
 		if _, err := l.materialize(c); err != nil {
 			return nil, err
 		}
+		start := time.Now()
 		v, err := acc.Accept(ctx, l.platformCandidate(c))
 		if err != nil {
 			return nil, fmt.Errorf("acceptance gate on %s: %w", c.ID, err)
 		}
+		l.log.Info("acceptance gate", "candidate", c.ID, "passed", v.Passed, "took", time.Since(start).Round(time.Millisecond))
 		_ = l.art.writeJSON(candidateFile(c.ID, "acceptance.json"), v)
 		data, _ := json.Marshal(v)
 		msg := "passed"

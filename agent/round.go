@@ -68,6 +68,7 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 		slices.SortFunc(ch, func(a, b store.Candidate) int { return a.RefineAttempt - b.RefineAttempt })
 	}
 	l.ev.emit(Event{Event: EventRoundStarted, Round: ptr(r), Slots: len(slots)})
+	l.prepareFinalProfile()
 
 	v := view{round: r, h: h, bestID: l.state.BestID, eager: l.eager, compile: l.compile}
 	diags, err := l.prop.diagnoseAll(ctx, v, slots, chains)

@@ -149,16 +149,19 @@ type countingSession struct {
 	*worker.Session
 	mu       sync.Mutex
 	profiled []string
-	prepared int // PrepareProfile calls
 	// rounds, when set, counts the rounds finished; at is its value at each
-	// profile, in the order of profiled.
-	rounds func() int
-	at     []int
+	// profile, in the order of profiled, and preparedAt at each
+	// PrepareProfile call.
+	rounds     func() int
+	at         []int
+	preparedAt []int
 }
 
 func (s *countingSession) PrepareProfile() {
 	s.mu.Lock()
-	s.prepared++
+	if s.rounds != nil {
+		s.preparedAt = append(s.preparedAt, s.rounds())
+	}
 	s.mu.Unlock()
 	s.Session.PrepareProfile()
 }
@@ -187,13 +190,16 @@ func TestProfilePolicy(t *testing.T) {
 	for _, tc := range []struct {
 		policy   string
 		want     []string // directions profiled
-		prepared int      // PrepareProfile calls: the input's profile follows its verification
+		prepared []int    // finished rounds at each PrepareProfile call (ahead of a profile)
 	}{
-		{configs.ProfileImproving, []string{"input", "(the best)"}, 1},
-		// Only the best, once, when the run ends: the input too when it stays the best.
-		{configs.ProfileFinal, []string{"(the best, the input included)"}, 0},
-		{configs.ProfileAll, []string{"input", "tune: FUSED=1", "tune: ROWS=1"}, 1},
-		{configs.ProfileNone, nil, 0},
+		// Ahead of the input's profile, in round 0.
+		{configs.ProfileImproving, []string{"input", "(the best)"}, []int{0}},
+		// Only the best, once, when the run ends: the input too when it stays
+		// the best. The profiler is told when round 1 starts and when the
+		// run ends, not in round 0 (no profile follows the input's timing).
+		{configs.ProfileFinal, []string{"(the best, the input included)"}, []int{1, 2}},
+		{configs.ProfileAll, []string{"input", "tune: FUSED=1", "tune: ROWS=1"}, []int{0}},
+		{configs.ProfileNone, nil, nil},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			e := newEnv(t, kernelDir(t))
@@ -248,9 +254,8 @@ func TestProfilePolicy(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("profiled %v, want %v", got, tc.want)
 			}
-			// The profiler is told ahead of the input's profile, once.
-			if cs.prepared != tc.prepared {
-				t.Errorf("PrepareProfile called %d times, want %d", cs.prepared, tc.prepared)
+			if !slices.Equal(cs.preparedAt, tc.prepared) {
+				t.Errorf("PrepareProfile called after %v finished rounds, want %v", cs.preparedAt, tc.prepared)
 			}
 			if best := all[res.Best.ID]; tc.policy != configs.ProfileNone && (best.Metrics == nil || strings.HasPrefix(best.Metrics.Fallback, notProfiled)) {
 				t.Errorf("the best %s kept the policy's synthetic metrics: %+v", best.ID, best.Metrics)
