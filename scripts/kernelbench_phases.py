@@ -10,9 +10,10 @@ Columns: wall s (the problem's whole time), round 0 s (first verification,
 timing of the input and both baselines, profile), variants (candidates of
 rounds >= 1), s/variant (round time over its candidates, median over rounds),
 verify s and timing s (per variant, median), compared (variants timed again
-against the best, interleaved) and compare s (median, in the worker), then
-the largest verification and timing phases (median seconds per variant, in
-the worker).
+against the best, interleaved) and compare s (median, in the worker), end s
+(from the last round to the run's end: the acceptance gate, the final
+profile, the report), then the largest verification and timing phases
+(median seconds per variant, in the worker).
 """
 
 from __future__ import annotations
@@ -47,12 +48,16 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     starts: Dict[int, float] = {}
     slots: Dict[int, int] = {}
     rounds: Dict[int, float] = {}
+    last_round = end = 0.0
     for e in events:
         if e.get("event") == "round_started":
             starts[e["round"]] = _time(e["time"])
             slots[e["round"]] = int(e.get("slots") or 0)
         elif e.get("event") == "round_finished" and e.get("round") in starts:
             rounds[e["round"]] = _time(e["time"]) - starts[e["round"]]
+            last_round = _time(e["time"])
+        elif e.get("event") == "run_finished":
+            end = _time(e["time"])
     per_variant = [rounds[r] / slots[r] for r in rounds if r > 0 and slots.get(r)]
     verify_s: List[float] = []
     timing_s: List[float] = []
@@ -97,6 +102,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         "timing_s": round(_median(timing_s), 3),
         "compared": len(compare_s),
         "compare_s": round(_median(compare_s), 3),
+        "end_s": round(end - last_round, 2) if end and last_round else 0.0,
         "verify_phases": {k: round(_median(v), 3) for k, v in sorted(vphases.items())},
         "timing_phases": {k: round(_median(v), 3) for k, v in sorted(tphases.items())},
         "timed_parts": {k: round(_median(v), 3) for k, v in sorted(tparts.items())},
@@ -131,13 +137,13 @@ def main(argv: List[str]) -> int:
     walls = [x["wall_s"] for x in rows if x["wall_s"] > 0]
     summary = {"problems": len(rows), "median_wall_s": round(_median(walls), 2),
                "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
-    lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | "
-             "kernel ms | largest verify phases (s) | timing phases (s) |", "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"]
+    lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | end s | "
+             "kernel ms | largest verify phases (s) | timing phases (s) |", "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"]
     for x in rows:
         kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
         lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | {x.get('variants', 0)} | "
                      f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
-                     f"{x.get('compared', 0)} | {x.get('compare_s', 0):.2f} | {kms} | "
+                     f"{x.get('compared', 0)} | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | {kms} | "
                      f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")
     lines.append("")
     lines.append(f"{summary['problems']} problems; median wall {summary['median_wall_s']:.1f} s per problem; "
