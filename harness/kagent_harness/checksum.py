@@ -81,7 +81,7 @@ def tensor_checksum(t: torch.Tensor) -> Tuple[Any, ...]:
         return head + (0,)
     d, word = _words(t)
     weights = _weights_on(d.device)
-    if fused.usable(d):
+    if d.numel() >= fused.CHECKSUM_MIN_ELEMENTS and fused.usable(d):
         block_sums = fused.checksum_blocks(d, word, weights)
         if block_sums is not None:
             return head + (_combine(enumerate(block_sums)),)

@@ -33,7 +33,7 @@ def _triton() -> bool:
 @contextlib.contextmanager
 def fused_on_cpu(block: int = 32, programs: int = 3, split: int = 4) -> Iterator[None]:
     with mock.patch.object(fused, "_device_ok", lambda t: True), mock.patch.object(fused, "MIN_ELEMENTS", 0), \
-            mock.patch.object(fused, "BLOCK", block), mock.patch.object(fused, "MAX_PROGRAMS", programs), \
+            mock.patch.object(fused, "CHECKSUM_MIN_ELEMENTS", 0), mock.patch.object(fused, "BLOCK", block), mock.patch.object(fused, "MAX_PROGRAMS", programs), \
             mock.patch.object(fused, "CHECKSUM_SPLIT", split):
         yield
     if fused.failure():
@@ -189,6 +189,23 @@ class FusedBitsTest(unittest.TestCase):
 
 
 class FusedGateTest(unittest.TestCase):
+    def test_checksum_threshold(self) -> None:
+        # The checksum takes the fused path from CHECKSUM_MIN_ELEMENTS up,
+        # the comparisons from MIN_ELEMENTS.
+        calls = []
+
+        def blocks(d, word, weights):
+            calls.append(d.numel())
+            return None  # the caller then takes the torch path
+
+        with mock.patch.object(fused, "_device_ok", lambda t: True), mock.patch.object(fused, "MIN_ELEMENTS", 10), \
+                mock.patch.object(fused, "CHECKSUM_MIN_ELEMENTS", 1000), mock.patch.object(fused, "checksum_blocks", blocks):
+            with fused_off():
+                want = checksum.tensor_checksum(torch.ones(999))
+            self.assertEqual(checksum.tensor_checksum(torch.ones(999)), want)
+            checksum.tensor_checksum(torch.ones(1000))
+        self.assertEqual(calls, [1000])
+
     def test_gate(self) -> None:
         cpu = torch.zeros(fused.MIN_ELEMENTS)
         self.assertFalse(fused.usable(cpu), "CPU tensors take the torch path")
