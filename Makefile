@@ -21,7 +21,7 @@ PYDEP := $(if $(filter $(VENV)/bin/python,$(PYTHON)),$(VENV)/.installed)
 # OpenAI-compatible mock; agent/llm's TestThirdPartyMock finds it here).
 NPM_DIR ?= .cache/npm
 
-.PHONY: build test test-go test-python lint linux gpu-binaries venv npm-mock
+.PHONY: build test test-go test-python lint linux gpu-binaries gpu-carry venv npm-mock
 
 build:
 	$(GO) build -buildvcs=auto -o bin/kagent ./cmd/kagent
@@ -71,8 +71,18 @@ lint:
 	$(GO) vet ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 
-# Binaries carried to the GPU machine (linux/amd64, static).
+# Binaries carried to the GPU machine (linux/amd64, static, without symbol
+# tables). gpu-carry also writes them gzipped to .carry/bin, about 25 MB
+# together, where a copy of the tree must stay small; there,
+# scripts/unpack-binaries.sh puts them in bin/.
+GPU_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+GPU_LDFLAGS = -ldflags="-s -w"
+
 gpu-binaries:
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/kagent ./cmd/kagent
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o bin/enginebench ./cmd/enginebench
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o bin/worker.test ./platform/worker
+	$(GPU_BUILD) $(GO) build $(GPU_LDFLAGS) -o bin/kagent ./cmd/kagent
+	$(GPU_BUILD) $(GO) build $(GPU_LDFLAGS) -o bin/enginebench ./cmd/enginebench
+	$(GPU_BUILD) $(GO) test -c $(GPU_LDFLAGS) -o bin/worker.test ./platform/worker
+
+gpu-carry: gpu-binaries
+	mkdir -p .carry/bin
+	for b in kagent enginebench worker.test; do gzip -c bin/$$b > .carry/bin/$$b.gz; done
