@@ -317,3 +317,34 @@ def _method(problem: Problem, opts: Dict[str, Any]) -> str:
         return (f"screen: draw 1 compared, median of {calls} calls, each behind an L2 flush and a spin "
                 f"(device events), all variants in one runner")
     return f"screen: draw 1 compared, median of {calls} calls (CPU time), all variants in one runner"
+
+
+def compile_ahead(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str, Any]:
+    """Compile the kernels of the variants at ``paths`` before any of them
+    is verified: one runner imports and builds them all, records one call of
+    each at the timed shape without running its kernels and compiles every
+    recorded launch at once on several threads (steps 1 and 2 of a screen).
+    The compiled kernels land in the Triton cache the runners of this fork
+    server share, so each variant's own verification finds its kernels
+    compiled instead of compiling them in turn.
+
+    Best effort, and never a verdict: a variant that fails the static check
+    or does not load is left for its verification to judge, and a runner that
+    dies ends the batch with what it compiled."""
+    t0 = time.perf_counter()
+    require = bool(opts.get("require_triton", True))
+    ok = [p for p in paths if check_file(p, require, problem.path).passed]
+    out: Dict[str, Any] = {"variants": len(paths), "loaded": 0, "compiled": 0}
+    if ok:
+        batch = _Batch(problem, ok, opts)
+        try:
+            replies = batch.load(list(range(len(ok))), held=False)
+            out["loaded"] = sum(1 for r in replies if not r.get("error"))
+        except CheckFailure as f:
+            out["error"] = f"{f.name}: {f.reason}"[:300]
+        finally:
+            batch.close()
+        out["compiled"] = batch.compiled
+        out["phases"] = {"load_s": batch.load_s, "compile_s": batch.compile_s}
+    out.setdefault("phases", {})["total_s"] = time.perf_counter() - t0
+    return out

@@ -292,6 +292,24 @@ class Worker:
         with self._active():
             return screen(problem, paths, {**req, "require_triton": _require_triton(req)})
 
+    def compile_ahead(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        """Compile a batch of knob variants' kernels before their
+        verifications (screen.py compile_ahead). Under Triton's interpreter
+        nothing compiles, and no runner is started."""
+        from .failures import RequestError
+        from .screen import compile_ahead
+
+        problem = self._problem(req)
+        paths = [str(p) for p in req.get("candidate_paths") or []]
+        bad = [p for p in paths if not os.path.isfile(p)]
+        if bad:
+            raise RequestError("bad_request", f"candidate_paths: {bad[0]!r} is not a file")
+        if os.environ.get("TRITON_INTERPRET", "") == "1":
+            return {"variants": len(paths), "loaded": 0, "compiled": 0, "skipped": "Triton's interpreter compiles nothing"}
+        self._make_room(self._need(problem, "verify"))
+        with self._active():
+            return compile_ahead(problem, paths, {**req, "require_triton": _require_triton(req)})
+
     def verify(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .candidate import read_source, source_hash
         from .failures import RequestError
@@ -453,6 +471,7 @@ class Worker:
             "fingerprint": self.fingerprint,
             "verify": self.verify,
             "screen": self.screen,
+            "compile_ahead": self.compile_ahead,
             "bench": self.bench,
             "compare": self.compare,
             "memory": self.memory,

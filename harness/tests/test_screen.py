@@ -307,6 +307,88 @@ class ScreenTest(unittest.TestCase):
         self.assertFalse(r["ok"])
         self.assertEqual(r["error"]["kind"], "bad_request")
 
+    def test_compile_ahead(self) -> None:
+        # A tune round's variants handed over before their verifications:
+        # on a GPU their kernels compile at once; under the interpreter the
+        # op answers at once, starting no runner. Never a verdict: the bad
+        # variants are left for their verifications.
+        paths = [
+            self._write("a0.py", KERNEL.replace("num_warps=4", "num_warps=1")),
+            self._write("a1.py", KERNEL.replace("BLOCK=128", "BLOCK=512")),
+            self._write("a2.py", KERNEL.replace("return y", "return torch.softmax(x, dim=-1)")),  # static
+            self._write("a3.py", KERNEL.replace("def kernel_function(x):", "ROWS = 1 // 0\n\n\ndef kernel_function(x):")),
+        ]
+        r = self.client.request("compile_ahead", timeout=600, problem_id=self.pid, candidate_paths=paths)
+        self.assertTrue(r["ok"], r)
+        res = r["result"]
+        self.assertEqual(res["variants"], 4, res)
+        if DEVICE == "cpu":
+            self.assertEqual((res["loaded"], res["compiled"]), (0, 0), res)
+            self.assertIn("interpreter", res["skipped"])
+        else:
+            self.assertEqual(res["loaded"], 2, res)
+            self.assertGreaterEqual(res["compiled"], 2, res)
+        for path, want in ((paths[1], True), (paths[3], False)):
+            v = self.client.request("verify", timeout=600, problem_id=self.pid, candidate_path=path)
+            self.assertTrue(v["ok"], v)
+            self.assertEqual(v["result"]["passed"], want, v["result"])
+        r = self.client.request("compile_ahead", problem_id=self.pid, candidate_paths=["/no/such/file.py"])
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["error"]["kind"], "bad_request")
+
+
+@unittest.skipUnless(_triton(), "triton is not importable")
+class CompileAheadTest(unittest.TestCase):
+    """screen.compile_ahead in this process (the worker's op answers at once
+    under the interpreter): the batch is loaded and recorded in one runner,
+    the variants that cannot load are left out, and a runner that dies ends
+    the batch without an exception."""
+
+    def setUp(self) -> None:
+        from kagent_harness.device import Device
+        from kagent_harness.loading import load_problem
+
+        self.dir = tempfile.mkdtemp(prefix="ahead-test-")
+        problem = self._write("problem.py", PROBLEM)
+        self.problem = load_problem({"problem_path": problem, "seeds": SEEDS, "atol": 1e-5, "rtol": 1e-4},
+                                    Device(DEVICE), "p1")
+
+    def tearDown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _write(self, name: str, source: str) -> str:
+        path = os.path.join(self.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return path
+
+    def test_loads_the_variants_that_load(self) -> None:
+        from kagent_harness.screen import compile_ahead
+
+        paths = [
+            self._write("b0.py", KERNEL),
+            self._write("b1.py", KERNEL.replace("num_warps=4", "num_warps=2")),
+            self._write("b2.py", KERNEL.replace("return y", "return torch.softmax(x, dim=-1)")),  # static
+            self._write("b3.py", KERNEL.replace("def kernel_function(x):", "ROWS = 1 // 0\n\n\ndef kernel_function(x):")),
+        ]
+        res = compile_ahead(self.problem, paths, {"require_triton": True})
+        self.assertEqual((res["variants"], res["loaded"]), (4, 2), res)
+        self.assertNotIn("error", res)
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            self.assertEqual(res["compiled"], 0, res)
+        else:
+            self.assertGreaterEqual(res["compiled"], 2, res)
+        self.assertGreater(res["phases"]["total_s"], 0)
+
+    def test_a_runner_that_dies_ends_the_batch(self) -> None:
+        from kagent_harness.screen import compile_ahead
+
+        crash = KERNEL.replace("y = torch.empty_like(x)", "y = torch.empty_like(x)\n    faulthandler._sigsegv()").replace(
+            "import torch\n", "import faulthandler\nimport torch\n", 1)
+        res = compile_ahead(self.problem, [self._write("c0.py", KERNEL), self._write("c1.py", crash)], {"require_triton": True})
+        self.assertIn("error", res)
+        self.assertEqual(res["compiled"], 0, res)
+
 
 if __name__ == "__main__":
     unittest.main()
