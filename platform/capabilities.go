@@ -164,3 +164,28 @@ type ScreenReport struct {
 	// screen, summed over calls.
 	Phases map[string]float64 `json:"phases,omitempty"`
 }
+
+// CompileAheader compiles the kernels of several candidates (knob variants
+// of one kernel) in one call before any of them is verified: one sandboxed
+// process loads them all and runs Triton's compiler on several threads, so
+// that each candidate's own verification finds its kernels compiled. It is
+// never a verdict: a candidate that does not load is left for its
+// verification, and an error leaves every candidate to compile on its own.
+type CompileAheader interface {
+	CompileAhead(ctx context.Context, cs []Candidate) (CompileReport, error)
+}
+
+// CompileReport is what a CompileAhead did.
+type CompileReport struct {
+	// Loaded counts the candidates loaded, Compiled the kernel launches
+	// compiled.
+	Loaded   int `json:"loaded"`
+	Compiled int `json:"compiled"`
+	// Skipped says why nothing was compiled ("" when something may have
+	// been), e.g. under Triton's interpreter.
+	Skipped string `json:"skipped,omitempty"`
+	// Error is the harness's account of a batch its process ended early.
+	Error    string             `json:"error,omitempty"`
+	Duration time.Duration      `json:"duration_ns"`
+	Phases   map[string]float64 `json:"phases,omitempty"`
+}

@@ -94,5 +94,41 @@ func (e *Engine) screen(ctx context.Context, cs []platform.Candidate, o platform
 	return nil
 }
 
+type compileAheadRequest struct {
+	ProblemID      string   `json:"problem_id"`
+	CandidatePaths []string `json:"candidate_paths"`
+	RequireTriton  bool     `json:"require_triton"`
+}
+
+// CompileAhead compiles the candidates' kernels in one worker call (the
+// compile_ahead op), before their verifications. The call is bounded by the
+// verification limit plus a quarter of it per candidate; a call that times
+// out or kills the worker is an error (the worker is replaced as after any
+// fault), and the candidates then compile at their verification.
+func (e *Engine) CompileAhead(ctx context.Context, cs []platform.Candidate) (platform.CompileReport, error) {
+	start := time.Now()
+	if len(cs) == 0 {
+		return platform.CompileReport{Skipped: "no candidate"}, nil
+	}
+	verify, _ := e.Limits()
+	limit := min(screenCap, verify+time.Duration(len(cs))*(verify/4))
+	var rep platform.CompileReport
+	err := e.with(ctx, func(l *Lease, pid string) error {
+		req := compileAheadRequest{ProblemID: pid, RequireTriton: e.opts.RequireTriton}
+		for _, c := range cs {
+			req.CandidatePaths = append(req.CandidatePaths, c.Path)
+		}
+		return l.Call(ctx, "compile_ahead", req, &rep, limit)
+	})
+	rep.Duration = time.Since(start)
+	if err != nil {
+		return rep, fmt.Errorf("compile %d candidates ahead: %w", len(cs), err)
+	}
+	return rep, nil
+}
+
 // Interface guards
-var _ platform.Screener = (*Session)(nil)
+var (
+	_ platform.Screener       = (*Session)(nil)
+	_ platform.CompileAheader = (*Session)(nil)
+)

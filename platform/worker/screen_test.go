@@ -2,11 +2,13 @@ package worker
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kagent-kernels/kagent/kerneldir"
 	"github.com/kagent-kernels/kagent/platform"
 )
 
@@ -42,4 +44,42 @@ func TestScreenSplitsABatchThatHangs(t *testing.T) {
 		t.Errorf("%d worker calls, want 5 (the batch split twice)", rep.Calls)
 	}
 	t.Logf("%d calls in %s: %+v", rep.Calls, rep.Duration.Round(time.Millisecond), rep.Results)
+}
+
+// TestCompileAhead: under Triton's interpreter the op answers at once; with
+// the compiler (torch-only candidates here: nothing to compile, but the
+// batch is loaded and each recorded in one runner) the candidates that load
+// are counted, and a candidate that hangs in its recorded call ends the call
+// at its limit with an error (never a verdict), after which the session
+// verifies as before.
+func TestCompileAhead(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("testdata", "problems", "add_relu"))
+	ctx := context.Background()
+	s := cpuSession(t, dir, EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 10 * time.Second})
+	rep, err := s.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("wrong_values")})
+	if err != nil || rep.Skipped == "" || rep.Loaded != 0 {
+		t.Fatalf("under the interpreter: %+v, %v; want skipped", rep, err)
+	}
+
+	py := os.Getenv("KAGENT_PYTHON")
+	task := &kerneldir.Task{Dir: dir, ProblemPath: filepath.Join(dir, "problem.py")}
+	c, err := OpenSession(ctx, task, SessionConfig{Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
+		Env: []string{"CUDA_VISIBLE_DEVICES="}, Engine: EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, err = c.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("wrong_values"),
+		cpuCandidate("fault_import_error")})
+	if err != nil || rep.Skipped != "" || rep.Loaded != 2 || rep.Error != "" {
+		t.Fatalf("with the compiler: %+v, %v; want the 2 candidates that import loaded", rep, err)
+	}
+	rep, err = c.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("fault_infinite_loop")})
+	if err == nil || !strings.Contains(err.Error(), "compile 2 candidates ahead") {
+		t.Fatalf("a hanging candidate's batch returned %+v, %v; want an error at the call's limit", rep, err)
+	}
+	v, err := c.Verify(ctx, cpuCandidate("add_relu_ok"))
+	if err != nil || !v.Passed {
+		t.Fatalf("verification after the hanging batch: %+v, %v", v, err)
+	}
 }
