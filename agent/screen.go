@@ -281,6 +281,18 @@ func (s *screener) summary(ids map[string]string) (*report.Screening, error) {
 }
 
 // load reads screensFile once.
+// screened reports whether a screen of this run loaded the variant whose
+// source has this hash (its kernels were compiled there).
+func (s *screener) screened(hash string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.load() != nil {
+		return false
+	}
+	_, ok := s.done[hash]
+	return ok
+}
+
 func (s *screener) load() error {
 	if s.done != nil {
 		return nil
