@@ -98,9 +98,14 @@ func (p *pipeline) problemInfo(ctx context.Context) (platform.ProblemInfo, bool)
 }
 
 // compare times the candidate against the best, interleaved when the
-// session can, else from the two stored timings.
+// session can, else from the two stored timings; a candidate whose own
+// timing settles it (promotionRule.settledBySolo) is not timed again.
 func (p *pipeline) compare(ctx context.Context, best, cand platform.Candidate, bestT, candT platform.Timing) (Decision, platform.Timing, platform.Timing, error) {
 	rule := promotionRule{MinPct: p.cfg.MinImprovementPct, NoiseFactor: p.cfg.NoiseFactor}
+	if d, ok := rule.settledBySolo(bestT, candT); ok {
+		d.Best, d.Candidate = best.ID, cand.ID
+		return d, bestT, candT, nil
+	}
 	cmp, ok := p.in.Session.(platform.Comparer)
 	if !ok {
 		d := rule.decide(bestT, candT)

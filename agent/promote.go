@@ -168,6 +168,28 @@ func (r promotionRule) decide(best, cand platform.Timing) Decision {
 	return d
 }
 
+// settledBySolo decides, from the two stored timings alone, a candidate
+// whose own timing is faster than the best's by too little to clear MinPct
+// even if those timings, taken apart, had drifted by the margin: half of
+// MinPct, or NoiseFactor times the larger CV where that is more. Timing it
+// against the best once more could not promote it, so it is not timed; ok is
+// false when the interleaved comparison could change the outcome.
+func (r promotionRule) settledBySolo(best, cand platform.Timing) (Decision, bool) {
+	if r.MinPct <= 0 || best.MedianMS <= 0 || cand.MedianMS <= 0 {
+		return Decision{}, false
+	}
+	imp := (best.MedianMS - cand.MedianMS) / best.MedianMS * 100
+	margin := max(r.MinPct/2, r.NoiseFactor*max(noiseCV(best), noiseCV(cand))*100)
+	if imp+margin >= r.MinPct {
+		return Decision{}, false
+	}
+	d := r.decide(best, cand)
+	d.Promoted = false
+	d.Reason = fmt.Sprintf("%.1f%% faster by its own timing, under min_improvement_pct %.3g%% by more than the %.2g%% "+
+		"two timings may drift apart (not timed against the best)", imp, r.MinPct, margin)
+	return d, true
+}
+
 // promote decides, one at a time and fastest first, whether the round's
 // measured candidates (and the earlier ones it timed again, retimed)
 // replace the best: each one faster than the current best by its own

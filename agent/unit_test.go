@@ -54,6 +54,40 @@ func TestPromotionRule(t *testing.T) {
 	}
 }
 
+// TestSettledBySolo: a candidate faster than the best by its own timing is
+// timed against the best unless that timing leaves it short of
+// min_improvement_pct by more than the drift two separate timings may show
+// (half the threshold, or the noise where larger).
+func TestSettledBySolo(t *testing.T) {
+	rule := promotionRule{MinPct: 2, NoiseFactor: 3}
+	tm := func(ms, cv float64) platform.Timing { return platform.Timing{MedianMS: ms, CV: cv} }
+	for _, tc := range []struct {
+		name       string
+		rule       promotionRule
+		best, cand platform.Timing
+		settled    bool
+	}{
+		{"0.2% faster, quiet timings", rule, tm(3.0, 0.0005), tm(2.994, 0.0005), true},
+		{"0.9% faster: 2% needs a drift over 1%", rule, tm(3.0, 0.0005), tm(2.973, 0.0005), true},
+		{"1.1% faster: a 1% drift could hide 2%", rule, tm(3.0, 0.0005), tm(2.967, 0.0005), false},
+		{"1.3% faster", rule, tm(3.0, 0.0005), tm(2.96, 0.0005), false},
+		{"clearly faster", rule, tm(3.0, 0.0005), tm(2.8, 0.0005), false},
+		{"0.5% faster in noisy timings", rule, tm(3.0, 0.01), tm(2.985, 0.01), false},
+		{"no threshold: every faster candidate is timed", promotionRule{MinPct: 0, NoiseFactor: 3}, tm(3.0, 0.0005), tm(2.999, 0.0005), false},
+		{"no time", rule, tm(0, 0), tm(2.9, 0), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ok := tc.rule.settledBySolo(tc.best, tc.cand)
+			if ok != tc.settled {
+				t.Fatalf("settled %v, want %v (%+v)", ok, tc.settled, d)
+			}
+			if ok && (d.Promoted || d.Interleaved || !strings.Contains(d.Reason, "not timed against the best")) {
+				t.Errorf("a settled decision: %+v", d)
+			}
+		})
+	}
+}
+
 func TestSignTestP(t *testing.T) {
 	for _, tc := range []struct {
 		k, n int
