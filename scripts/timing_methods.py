@@ -17,7 +17,12 @@ difference from it:
   the first start to the last end;
 - profiler sum: the same records' durations added up;
 - graph: the calls captured in a CUDA graph, each after a flush-only hold,
-  replayed between two events, less a graph of the holds alone, per call.
+  replayed between two events, less a graph of the holds alone, per call;
+- events less bracket: events less the median of two events recorded with
+  nothing between them after the same hold (the events' own cost).
+
+The case ``empty`` (a one-program Triton kernel that stores one value)
+gives the floor of each way and of ncu: what a launch of no work measures.
 
 With --ncu, ncu runs this script once per case (``--profile-case``) and
 profiles the calls made inside an NVTX range, so no kernel of the other ways
@@ -57,8 +62,24 @@ CASES: Dict[str, Tuple[str, Tuple[int, ...]]] = {
 RANGE = "kagent_timed"
 HOLD_MS = 0.3
 
+try:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _one_store(x_ptr):
+        tl.store(x_ptr + tl.program_id(0), 1.0)
+
+except ImportError:  # the script then has no "empty" case
+    triton = None
+
 
 def _call(case: str) -> Tuple[Callable[[], Any], torch.Tensor]:
+    if case == "empty":
+        if triton is None:
+            raise SystemExit("timing_methods: the empty case needs triton")
+        one = torch.zeros(1, device="cuda")
+        return (lambda: _one_store[(1,)](one)), one
     folder, shape = CASES[case]
     path = os.path.join(ROOT, "bench", "kernelbench", "level1", folder, "kernel.py")
     spec = importlib.util.spec_from_file_location(f"kernel_{folder}", path)
@@ -82,6 +103,20 @@ def _events(f: Callable[[], Any], flush: torch.Tensor, calls: int) -> List[float
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         f()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) * 1e3)
+    return out
+
+
+def _bracket(flush: torch.Tensor, calls: int) -> List[float]:
+    """Two events with nothing between them, after the same hold as a call."""
+    out = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        hold.hold(HOLD_MS, flush)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
         b.record()
         b.synchronize()
         out.append(a.elapsed_time(b) * 1e3)
@@ -175,7 +210,7 @@ def _summary(xs: List[float]) -> Dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", default="relu-4M,relu-12M,softmax-16M,gelu-32M,relu-128M")
+    ap.add_argument("--cases", default="empty,relu-4M,relu-12M,softmax-16M,gelu-32M,relu-128M")
     ap.add_argument("--calls", type=int, default=50, help="timed calls per timing")
     ap.add_argument("--repeats", type=int, default=5, help="timings per way (their medians' spread is the CV)")
     ap.add_argument("--ncu", help="Nsight Compute's executable: profile each case")
@@ -205,9 +240,11 @@ def main() -> int:
         for _ in range(5):
             f()
         torch.cuda.synchronize()
-        ways: Dict[str, List[float]] = {"events": [], "profiler_span": [], "profiler_sum": [], "graph": []}
+        ways: Dict[str, List[float]] = {"events": [], "events_less_bracket": [], "profiler_span": [], "profiler_sum": [],
+                                        "graph": []}
         for _ in range(args.repeats):
             ways["events"].append(statistics.median(_events(f, flush, args.calls)))
+            ways["events_less_bracket"].append(ways["events"][-1] - statistics.median(_bracket(flush, args.calls)))
             span, total = _profiler(f, flush, args.calls)
             ways["profiler_span"].append(statistics.median(span))
             ways["profiler_sum"].append(statistics.median(total))
@@ -221,7 +258,7 @@ def main() -> int:
             row["ncu"] = _ncu(args.ncu, case, min(args.calls, 5))
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    names = ["events", "profiler_span", "profiler_sum", "graph"]
+    names = ["events", "events_less_bracket", "profiler_span", "profiler_sum", "graph"]
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; median us of {args.calls} calls, "
           f"CV over {args.repeats} timings; difference from ncu's gpu__time_duration\n")
     print("| case | ncu us | " + " | ".join(names) + " |")
