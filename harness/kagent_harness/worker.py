@@ -295,7 +295,8 @@ class Worker:
     def compile_ahead(self, req: Dict[str, Any]) -> Dict[str, Any]:
         """Compile a batch of knob variants' kernels before their
         verifications (screen.py compile_ahead). Under Triton's interpreter
-        nothing compiles, and no runner is started."""
+        nothing compiles, and no runner is started; KAGENT_COMPILE_AHEAD=0
+        turns it off."""
         from .failures import RequestError
         from .screen import compile_ahead
 
@@ -306,6 +307,8 @@ class Worker:
             raise RequestError("bad_request", f"candidate_paths: {bad[0]!r} is not a file")
         if os.environ.get("TRITON_INTERPRET", "") == "1":
             return {"variants": len(paths), "loaded": 0, "compiled": 0, "skipped": "Triton's interpreter compiles nothing"}
+        if os.environ.get("KAGENT_COMPILE_AHEAD", "1") == "0":
+            return {"variants": len(paths), "loaded": 0, "compiled": 0, "skipped": "KAGENT_COMPILE_AHEAD=0"}
         self._make_room(self._need(problem, "verify"))
         with self._active():
             return compile_ahead(problem, paths, {**req, "require_triton": _require_triton(req)})

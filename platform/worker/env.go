@@ -56,6 +56,8 @@ var envAllow = []string{
 	"KAGENT_FUSED",
 	// Timing from the profiler's device records (kernel_clock.py), opt-in.
 	"KAGENT_TIMING_CLOCK",
+	// A round's knob variants compiled ahead (screen.py): 0 turns it off.
+	"KAGENT_COMPILE_AHEAD",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.

@@ -82,4 +82,17 @@ func TestCompileAhead(t *testing.T) {
 	if err != nil || !v.Passed {
 		t.Fatalf("verification after the hanging batch: %+v, %v", v, err)
 	}
+
+	// KAGENT_COMPILE_AHEAD=0 reaches the worker and turns it off.
+	t.Setenv("KAGENT_COMPILE_AHEAD", "0")
+	off, err := OpenSession(ctx, task, SessionConfig{Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
+		Env: []string{"CUDA_VISIBLE_DEVICES="}, Engine: EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	if rep, err := off.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("wrong_values")}); err != nil ||
+		rep.Skipped != "KAGENT_COMPILE_AHEAD=0" {
+		t.Fatalf("with KAGENT_COMPILE_AHEAD=0: %+v, %v", rep, err)
+	}
 }
