@@ -83,6 +83,20 @@ type Verdict struct {
 	// worker (one per check, first_draw for the compiling first call), when
 	// reported.
 	Phases map[string]float64 `json:"phases,omitempty"`
+	// TritonCompiles counts Triton's compiles in the candidate's own process
+	// during a verification that passed, as that process reports them: a
+	// diagnostic of where the time went, never a check.
+	TritonCompiles *TritonCompiles `json:"triton_compiles,omitempty"`
+}
+
+// TritonCompiles is what Triton's compiler did in one candidate's process.
+type TritonCompiles struct {
+	// Compiled counts the kernels compiled, CacheHits those found compiled
+	// in the Triton cache.
+	Compiled  int `json:"compiled"`
+	CacheHits int `json:"cache_hits"`
+	// Seconds is the time both took.
+	Seconds float64 `json:"seconds"`
 }
 
 // TargetKind says what a Benchmarker times.

@@ -12,8 +12,10 @@ rounds >= 1), s/variant (round time over its candidates, median over rounds),
 verify s and timing s (per variant, median), compared (variants timed again
 against the best, interleaved) and compare s (median, in the worker), end s
 (from the last round to the run's end: the acceptance gate, the final
-profile, the report), then the largest verification and timing phases
-(median seconds per variant, in the worker).
+profile, the report), Triton s (the median seconds Triton's compiler took in
+a variant's runner during its verification, and how many variants found
+every kernel in the cache: compiled ahead or before), then the largest
+verification and timing phases (median seconds per variant, in the worker).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     verify_s: List[float] = []
     timing_s: List[float] = []
     compare_s: List[float] = []
+    compile_s: List[float] = []
+    all_cached = 0
     vphases: Dict[str, List[float]] = {}
     tphases: Dict[str, List[float]] = {}
     tparts: Dict[str, List[float]] = {}
@@ -75,6 +79,10 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
             with open(vpath, encoding="utf-8") as f:
                 v = json.load(f)
             verify_s.append((v.get("duration_ns") or 0) / 1e9)
+            tc = v.get("triton_compiles") or {}
+            if tc:
+                compile_s.append(float(tc.get("seconds") or 0.0))
+                all_cached += int(tc.get("compiled") or 0) == 0 and int(tc.get("cache_hits") or 0) > 0
             for k, x in (v.get("phases") or {}).items():
                 vphases.setdefault(k, []).append(float(x))
         if os.path.exists(tpath):
@@ -103,6 +111,8 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         "compared": len(compare_s),
         "compare_s": round(_median(compare_s), 3),
         "end_s": round(end - last_round, 2) if end and last_round else 0.0,
+        "triton_compile_s": round(_median(compile_s), 3) if compile_s else None,
+        "all_cached": all_cached,
         "verify_phases": {k: round(_median(v), 3) for k, v in sorted(vphases.items())},
         "timing_phases": {k: round(_median(v), 3) for k, v in sorted(tphases.items())},
         "timed_parts": {k: round(_median(v), 3) for k, v in sorted(tparts.items())},
@@ -138,12 +148,14 @@ def main(argv: List[str]) -> int:
     summary = {"problems": len(rows), "median_wall_s": round(_median(walls), 2),
                "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
     lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | end s | "
-             "kernel ms | largest verify phases (s) | timing phases (s) |", "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"]
+             "Triton s (cached) | kernel ms | largest verify phases (s) | timing phases (s) |",
+             "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|---|---|"]
     for x in rows:
         kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
+        tcs = "n/a" if x.get("triton_compile_s") is None else f"{x['triton_compile_s']:.2f} ({x.get('all_cached', 0)})"
         lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | {x.get('variants', 0)} | "
                      f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
-                     f"{x.get('compared', 0)} | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | {kms} | "
+                     f"{x.get('compared', 0)} | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | {tcs} | {kms} | "
                      f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")
     lines.append("")
     lines.append(f"{summary['problems']} problems; median wall {summary['median_wall_s']:.1f} s per problem; "

@@ -60,6 +60,23 @@ class _Failure(Exception):
         self.message = message
 
 
+def compile_listener(stats: Dict[str, Any]) -> Callable[..., None]:
+    """A listener for Triton's compiler (``knobs.compilation.listener``)
+    that counts into ``stats`` the kernels compiled, those found in the
+    cache, and the seconds both took."""
+
+    def listen(**kw: Any) -> None:
+        times = kw.get("times")
+        us = 0
+        if times is not None:
+            us = int(getattr(times, "ir_initialization", 0) or 0) + int(getattr(times, "store_results", 0) or 0)
+            us += sum(int(d or 0) for _, d in (getattr(times, "lowering_stages", None) or []))
+        stats["seconds"] += us / 1e6
+        stats["cache_hits" if kw.get("cache_hit") else "compiled"] += 1
+
+    return listen
+
+
 class Runner:
     def __init__(self, link: Any, kind: str) -> None:
         import torch
@@ -97,8 +114,22 @@ class Runner:
         # judge asked for it (kernel_clock.py).
         self.clock: Any = None
         self.event_ms: List[float] = []
+        # Triton's compiles in this runner (the compiles op): a diagnostic
+        # the judge records with the verdict, never a check.
+        self.compiles: Dict[str, Any] = {"compiled": 0, "cache_hits": 0, "seconds": 0.0}
 
     # -- helpers --
+
+    def _listen_compiles(self) -> None:
+        """Count Triton's compiles from here on (before a candidate is
+        imported); nothing without Triton."""
+        try:
+            from triton import knobs
+        except Exception:  # noqa: BLE001 - no Triton, or one without knobs
+            return
+        compilation = getattr(knobs, "compilation", None)
+        if compilation is not None and hasattr(compilation, "listener"):
+            compilation.listener = compile_listener(self.compiles)
 
     def _tensor(self, spec: Dict[str, Any], mirror: bool = True) -> Any:
         """The tensor a spec names. The same buffer seen the same way is the
@@ -285,6 +316,7 @@ class Runner:
         self.path = os.path.join(folder, name)
         with open(self.path, "w", encoding="utf-8") as f:
             f.write(str(req.get("source") or ""))
+        self._listen_compiles()
         try:
             self.module = import_candidate(self.path)
             self._check_guard(f"importing {os.path.basename(self.path)}")
@@ -661,6 +693,9 @@ class Runner:
         # Work the calls left running after the end event is their time too.
         return {"event_ms": dev.elapsed_ms(a, b) + tail}
 
+    def op_compiles(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        return dict(self.compiles)
+
     def op_ping(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         self.device.synchronize()
         return {}
@@ -694,6 +729,7 @@ class Runner:
             "precompile": self.op_precompile,
             "select": self.op_select,
             "clock_spans": self.op_clock_spans,
+            "compiles": self.op_compiles,
         }
         while True:
             try:

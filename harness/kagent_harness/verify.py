@@ -503,6 +503,25 @@ def _nondeterminism_reason(a: Any, b: Any) -> str:
     )
 
 
+def runner_compiles(cand: Any) -> Optional[Dict[str, Any]]:
+    """Triton's compiles in a passed candidate's runner (runner.py
+    ``compiles``): kernels compiled, kernels found in the cache, seconds. The
+    runner's claim, kept as a diagnostic of where verification's time went;
+    None for a candidate in this process or a reply that does not parse."""
+    rc = getattr(cand, "rc", None)
+    if rc is None or rc.closed:
+        return None
+    try:
+        reply = rc.request("compiles", what="reading its compile counts")
+        out = {"compiled": int(reply["compiled"]), "cache_hits": int(reply["cache_hits"]),
+               "seconds": round(float(reply["seconds"]), 4)}
+    except (CheckFailure, KeyError, TypeError, ValueError, OverflowError):
+        return None
+    if min(out["compiled"], out["cache_hits"]) < 0 or not 0 <= out["seconds"] < 1e6:
+        return None
+    return out
+
+
 def verify(
     problem: Problem,
     path: str,
@@ -515,10 +534,12 @@ def verify(
     guard.expect_tf32(problem.tf32)
     cand: Optional[Candidate] = None
     run: Optional[_Run] = None
+    compiles: Optional[Dict[str, Any]] = None
     try:
         cand = load_candidate(problem, path, opts.require_triton, opts.entry, guard, rec)
         run = _Run(problem, cand, opts, guard, rec)
         run.run()
+        compiles = runner_compiles(cand)
     except CheckFailure as failure:
         rec.fail(failure)
     finally:
@@ -543,4 +564,6 @@ def verify(
         "source_sha256": cand.sha256 if cand else "",
         "phases": {k: round(v, 4) for k, v in rec.phases.items()},
     }
+    if compiles is not None:
+        result["triton_compiles"] = compiles
     return result, (cand if failure is None else None)

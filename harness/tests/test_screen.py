@@ -336,6 +336,65 @@ class ScreenTest(unittest.TestCase):
         self.assertFalse(r["ok"])
         self.assertEqual(r["error"]["kind"], "bad_request")
 
+    def test_verdicts_carry_the_runners_compiles(self) -> None:
+        # A passed verdict says what Triton's compiler did in the
+        # candidate's runner: on a GPU the first verification of a source
+        # compiles its kernel and a second finds it in the shared cache;
+        # under the interpreter nothing compiles.
+        path = self._write("k0.py", KERNEL.replace("num_warps=4", "num_warps=8"))
+        first = self.client.request("verify", timeout=600, problem_id=self.pid, candidate_path=path)["result"]
+        again = self.client.request("verify", timeout=600, problem_id=self.pid, candidate_path=path)["result"]
+        self.assertTrue(first["passed"] and again["passed"], (first, again))
+        for r in (first, again):
+            c = r["triton_compiles"]
+            self.assertEqual(set(c), {"compiled", "cache_hits", "seconds"}, c)
+            self.assertGreaterEqual(c["seconds"], 0)
+        if DEVICE == "cpu":
+            self.assertEqual(first["triton_compiles"]["compiled"] + first["triton_compiles"]["cache_hits"], 0, first)
+        else:
+            self.assertGreaterEqual(first["triton_compiles"]["compiled"], 1, first)
+            self.assertEqual(again["triton_compiles"]["compiled"], 0, again)
+            self.assertGreaterEqual(again["triton_compiles"]["cache_hits"], 1, again)
+
+
+class CompileCountTest(unittest.TestCase):
+    def test_listener_counts_compiles_and_cache_hits(self) -> None:
+        from collections import namedtuple
+
+        from kagent_harness.runner import compile_listener
+
+        times = namedtuple("times", "ir_initialization lowering_stages store_results")
+        stats = {"compiled": 0, "cache_hits": 0, "seconds": 0.0}
+        listen = compile_listener(stats)
+        listen(src=None, metadata={}, metadata_group={}, times=times(1000, [("ttir", 2000), ("ptx", 3000)], 4000),
+               cache_hit=False)
+        listen(src=None, metadata={}, metadata_group={}, times=times(500, [], 0), cache_hit=True)
+        self.assertEqual((stats["compiled"], stats["cache_hits"]), (1, 1))
+        self.assertAlmostEqual(stats["seconds"], 0.0105)
+
+    def test_a_forged_reply_is_dropped(self) -> None:
+        from kagent_harness.verify import runner_compiles
+
+        class FakeRunner:
+            closed = False
+
+            def __init__(self, reply):
+                self.reply = reply
+
+            def request(self, op, payload=None, fds=None, what=""):
+                return self.reply
+
+        class Cand:
+            def __init__(self, reply):
+                self.rc = FakeRunner(reply)
+
+        good = {"compiled": 2, "cache_hits": 1, "seconds": 0.25}
+        self.assertEqual(runner_compiles(Cand(good)), good)
+        for bad in ({"compiled": -1, "cache_hits": 0, "seconds": 0.1}, {"compiled": 1, "cache_hits": 0, "seconds": float("nan")},
+                    {"compiled": "x", "cache_hits": 0, "seconds": 0}, {"compiled": 1}, {"compiled": 1, "cache_hits": 0, "seconds": 1e300}):
+            self.assertIsNone(runner_compiles(Cand(bad)), bad)
+        self.assertIsNone(runner_compiles(object()), "a candidate in the judge's own process has no runner")
+
 
 @unittest.skipUnless(_triton(), "triton is not importable")
 class CompileAheadTest(unittest.TestCase):

@@ -305,6 +305,8 @@ type verifyResult struct {
 	Launches  int                `json:"launches"`
 	TF32      string             `json:"tf32"`
 	Phases    map[string]float64 `json:"phases"`
+	// TritonCompiles is the runner's count of its Triton compiles.
+	TritonCompiles *platform.TritonCompiles `json:"triton_compiles"`
 }
 
 // Verify runs every verification check on a candidate. Faults of the
@@ -330,7 +332,8 @@ func (e *Engine) Verify(ctx context.Context, c platform.Candidate) (platform.Ver
 			return err
 		}
 		e.afterOOM(ctx, l, r.Failure, nil)
-		v = platform.Verdict{Passed: r.Passed, Checks: r.Checks, Failure: r.Failure, Reason: r.Reason, Launches: r.Launches, TF32: r.TF32, Phases: r.Phases}
+		v = platform.Verdict{Passed: r.Passed, Checks: r.Checks, Failure: r.Failure, Reason: r.Reason, Launches: r.Launches, TF32: r.TF32,
+			Phases: r.Phases, TritonCompiles: r.TritonCompiles}
 		if r.MaxAbsErr != nil {
 			v.MaxAbsErr = *r.MaxAbsErr
 		}
