@@ -109,20 +109,6 @@ def _events(f: Callable[[], Any], flush: torch.Tensor, calls: int) -> List[float
     return out
 
 
-def _bracket(flush: torch.Tensor, calls: int) -> List[float]:
-    """Two events with nothing between them, after the same hold as a call."""
-    out = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        hold.hold(HOLD_MS, flush)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) * 1e3)
-    return out
-
-
 def _profiler(f: Callable[[], Any], flush: torch.Tensor, calls: int) -> Tuple[List[float], List[float]]:
     from torch.profiler import ProfilerActivity, profile
 
@@ -244,7 +230,9 @@ def main() -> int:
                                         "graph": []}
         for _ in range(args.repeats):
             ways["events"].append(statistics.median(_events(f, flush, args.calls)))
-            ways["events_less_bracket"].append(ways["events"][-1] - statistics.median(_bracket(flush, args.calls)))
+            # The events' own cost: the same timing around no call at all.
+            bracket = statistics.median(_events(lambda: None, flush, args.calls))
+            ways["events_less_bracket"].append(ways["events"][-1] - bracket)
             span, total = _profiler(f, flush, args.calls)
             ways["profiler_span"].append(statistics.median(span))
             ways["profiler_sum"].append(statistics.median(total))
