@@ -85,16 +85,12 @@ func NewPool(ctx context.Context, opts []Options, spare bool, log *slog.Logger) 
 // whose start-up was paid in the background. The slot starts another spare.
 // It returns nil when none is ready.
 func (p *Pool) TakeSpare(l *Lease) *Pool {
-	w := l.slot.takeSpare()
+	w := l.slot.liveSpare()
 	if w == nil {
 		return nil
 	}
 	if p.spare {
 		p.startSpare(l.slot)
-	}
-	if !w.Alive() {
-		_ = w.Close()
-		return nil
 	}
 	q := &Pool{log: p.log, idle: make(chan *slot, 1)}
 	q.spareCtx, q.spareCancel = context.WithCancel(context.Background())
@@ -141,6 +137,17 @@ func (s *slot) takeSpare() *Worker {
 	return w
 }
 
+// liveSpare takes the slot's spare if it is ready and alive (a dead one is
+// closed); nil otherwise.
+func (s *slot) liveSpare() *Worker {
+	w := s.takeSpare()
+	if w != nil && !w.Alive() {
+		_ = w.Close()
+		w = nil
+	}
+	return w
+}
+
 // Acquire waits for an idle slot and returns its live worker, replacing a dead
 // one first (by the warm spare when ready). Release must follow.
 func (p *Pool) Acquire(ctx context.Context) (*Lease, error) {
@@ -166,11 +173,7 @@ func (p *Pool) replace(ctx context.Context, s *slot) error {
 		_ = s.w.Close()
 	}
 	s.restarts++
-	w := s.takeSpare()
-	if w != nil && !w.Alive() {
-		_ = w.Close()
-		w = nil
-	}
+	w := s.liveSpare()
 	if w == nil {
 		var err error
 		if w, err = Start(ctx, s.opts); err != nil {
