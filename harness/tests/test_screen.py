@@ -62,6 +62,13 @@ def kernel_function(x):
 '''
 
 
+def _write(folder: str, name: str, source: str) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    return path
+
+
 def _triton() -> bool:
     try:
         import triton  # noqa: F401
@@ -90,10 +97,7 @@ class ScreenTest(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def _write(self, name: str, source: str) -> str:
-        path = os.path.join(self.dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source)
-        return path
+        return _write(self.dir, name, source)
 
     def test_ranks_correct_variants_and_fails_the_rest(self) -> None:
         paths = [
@@ -416,10 +420,7 @@ class CompileAheadTest(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _write(self, name: str, source: str) -> str:
-        path = os.path.join(self.dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source)
-        return path
+        return _write(self.dir, name, source)
 
     def test_loads_the_variants_that_load(self) -> None:
         from kagent_harness.screen import compile_ahead

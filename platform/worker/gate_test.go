@@ -2,13 +2,9 @@ package worker
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/kagent-kernels/kagent/kerneldir"
-	"github.com/kagent-kernels/kagent/platform"
 )
 
 // TestGateTakesTheWarmSpare: the acceptance gate verifies in the slot's warm
@@ -16,24 +12,10 @@ import (
 // starts another, and a gate with no spare ready starts its own worker; both
 // verdicts come from the new seeds, and a wrong kernel still fails.
 func TestGateTakesTheWarmSpare(t *testing.T) {
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" || testing.Short() {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
 	abs, _ := filepath.Abs(filepath.Join("testdata", "problems", "add_relu"))
-	task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py")}
-	cand := func(name string) platform.Candidate {
-		p, _ := filepath.Abs(filepath.Join("testdata", "candidates", "cpu", name+".py"))
-		return platform.Candidate{ID: name, Path: p}
-	}
 	ctx := context.Background()
-	s, err := OpenSession(ctx, task, SessionConfig{Python: py, Device: "cpu", Isolate: true, Spare: true, CacheDir: t.TempDir(),
-		Env:    []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
-		Engine: EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := cpuSessionWith(t, abs, EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5},
+		func(c *SessionConfig) { c.Spare = true })
 	sl := s.Engine.pool.slots[0]
 	spare := func() *Worker {
 		sl.spareMu.Lock()
@@ -50,13 +32,13 @@ func TestGateTakesTheWarmSpare(t *testing.T) {
 		t.Fatal("the slot's spare never got ready")
 		return nil
 	}
-	if v, err := s.Verify(ctx, cand("add_relu_ok")); err != nil || !v.Passed {
+	if v, err := s.Verify(ctx, cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
 		t.Fatalf("warm verification: %v %+v", err, v)
 	}
 	served := sl.served
 
 	first := waitSpare()
-	v, err := s.Accept(ctx, cand("add_relu_ok"))
+	v, err := s.Accept(ctx, cpuCandidate("add_relu_ok"))
 	if err != nil || !v.Passed {
 		t.Fatalf("gate in the spare: %v %+v", err, v)
 	}
@@ -76,14 +58,14 @@ func TestGateTakesTheWarmSpare(t *testing.T) {
 	if w := sl.takeSpare(); w != nil {
 		_ = w.Close()
 	}
-	v, err = s.Accept(ctx, cand("wrong_values"))
+	v, err = s.Accept(ctx, cpuCandidate("wrong_values"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Passed {
 		t.Error("a wrong kernel passed the gate")
 	}
-	if v, err := s.Accept(ctx, cand("add_relu_ok")); err != nil || !v.Passed {
+	if v, err := s.Accept(ctx, cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
 		t.Fatalf("gate in a new worker: %v %+v", err, v)
 	}
 }

@@ -23,14 +23,25 @@ func memorySession(t *testing.T, dir string) *Session {
 // in dir.
 func cpuSession(t *testing.T, dir string, eng EngineOptions) *Session {
 	t.Helper()
+	return cpuSessionWith(t, dir, eng, nil)
+}
+
+// cpuSessionWith is cpuSession with its configuration changed by set first
+// (nil: as it is).
+func cpuSessionWith(t *testing.T, dir string, eng EngineOptions, set func(*SessionConfig)) *Session {
+	t.Helper()
 	py := os.Getenv("KAGENT_PYTHON")
 	if py == "" || testing.Short() {
 		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
 	}
 	task := &kerneldir.Task{Dir: dir, ProblemPath: filepath.Join(dir, "problem.py")}
-	s, err := OpenSession(context.Background(), task, SessionConfig{Python: py, Device: "cpu", Isolate: true,
+	cfg := SessionConfig{Python: py, Device: "cpu", Isolate: true,
 		CacheDir: t.TempDir(), Env: []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
-		Engine: eng})
+		Engine: eng}
+	if set != nil {
+		set(&cfg)
+	}
+	s, err := OpenSession(context.Background(), task, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,11 @@ package worker
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kagent-kernels/kagent/kerneldir"
 	"github.com/kagent-kernels/kagent/platform"
 )
 
@@ -61,14 +59,12 @@ func TestCompileAhead(t *testing.T) {
 		t.Fatalf("under the interpreter: %+v, %v; want skipped", rep, err)
 	}
 
-	py := os.Getenv("KAGENT_PYTHON")
-	task := &kerneldir.Task{Dir: dir, ProblemPath: filepath.Join(dir, "problem.py")}
-	c, err := OpenSession(ctx, task, SessionConfig{Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
-		Env: []string{"CUDA_VISIBLE_DEVICES="}, Engine: EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
+	// Sessions with Triton's compiler (no interpreter).
+	compiler := func() *Session {
+		return cpuSessionWith(t, dir, EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 10 * time.Second},
+			func(c *SessionConfig) { c.Env = []string{"CUDA_VISIBLE_DEVICES="} })
 	}
-	defer c.Close()
+	c := compiler()
 	rep, err = c.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("wrong_values"),
 		cpuCandidate("fault_import_error")})
 	if err != nil || rep.Skipped != "" || rep.Loaded != 2 || rep.Error != "" {
@@ -85,12 +81,7 @@ func TestCompileAhead(t *testing.T) {
 
 	// KAGENT_COMPILE_AHEAD=0 reaches the worker and turns it off.
 	t.Setenv("KAGENT_COMPILE_AHEAD", "0")
-	off, err := OpenSession(ctx, task, SessionConfig{Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
-		Env: []string{"CUDA_VISIBLE_DEVICES="}, Engine: EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer off.Close()
+	off := compiler()
 	if rep, err := off.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("wrong_values")}); err != nil ||
 		rep.Skipped != "KAGENT_COMPILE_AHEAD=0" {
 		t.Fatalf("with KAGENT_COMPILE_AHEAD=0: %+v, %v", rep, err)
