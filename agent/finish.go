@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kagent-kernels/kagent/agent/llm"
@@ -40,12 +39,11 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 	}
 	if l.cfg.ProfileCandidates == configs.ProfileFinal {
 		// Profiled once, now that it is final, not at each promotion.
-		start := time.Now()
-		skipped := best.Metrics != nil && strings.HasPrefix(best.Metrics.Fallback, notProfiled)
+		start, before := time.Now(), best.Metrics
 		if best, err = l.profileSkipped(ctx, best); err != nil {
 			return l.fail(ctx, err)
 		}
-		if skipped {
+		if best.Metrics != before { // profiled now, not before
 			l.log.Info("final profile", "candidate", best.ID, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
