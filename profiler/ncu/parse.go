@@ -43,6 +43,9 @@ type Report struct {
 	NoKernels bool
 	// Available lists kernel names ncu offered when nothing matched.
 	Available []string
+	// Phases is what the wrapper said its loading, warm-up and profiled
+	// call took ("" when it did not say): set by the runner, for the log.
+	Phases string
 }
 
 // columns locates the launch-identifying columns of a header. They come

@@ -338,6 +338,8 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 	if len(missing) > 0 {
 		warnings = append(warnings, "ncu did not report (unknown to this ncu or GPU): "+strings.Join(missing, ", "))
 	}
+	passes, saved := replayCost(launches)
+	p.logger().Debug("ncu profile", "candidate", c.ID, "wrapper", rep.Phases, "replay_passes", passes, "bytes_saved", saved)
 	m, err := Aggregate(launches, metrics)
 	if err != nil {
 		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)
@@ -388,6 +390,18 @@ func (p *Profiler) profileFresh(ctx context.Context, c platform.Candidate, path 
 		}
 	}
 	return rep, run.Command.Metrics, warnings, err
+}
+
+// replayCost is what kernel replay cost the profiled launches: the passes
+// summed over them, and the most bytes of device memory ncu saved for one
+// (it saves all memory the launch could access, and restores it before
+// every pass after the first). Both are 0 where ncu did not report them.
+func replayCost(ls []Launch) (passes int, savedBytes float64) {
+	for _, l := range ls {
+		passes += int(l.Values["profiler__replayer_passes"])
+		savedBytes = max(savedBytes, l.Values["profiler__replayer_bytes_mem_backed_up.sum"])
+	}
+	return passes, savedBytes
 }
 
 // firstLine is the first line of s.

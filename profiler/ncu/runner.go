@@ -147,6 +147,7 @@ func (r *Runner) report(res proc.Result, logPath string, timeout time.Duration) 
 	if err != nil {
 		return nil, fail(err, "")
 	}
+	rep.Phases = wrapperPhases(output)
 	if len(rep.Launches) == 0 {
 		detail := "the marked call launched no kernel matching the filter"
 		if len(rep.Available) > 0 {
@@ -349,6 +350,16 @@ func firstError(output string) string {
 
 // isCSVRow reports a row of ncu's CSV log: long, and already parsed, so
 // error tails keep only the messages.
+// wrapperPhases is the wrapper's phases line in output, less its prefix.
+func wrapperPhases(output string) string {
+	for _, line := range strings.Split(output, "\n") {
+		if m := phasesLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
 func isCSVRow(line string) bool { return strings.HasPrefix(line, `"`) }
 
 // gpuLocks holds one semaphore (a 1-buffered channel) per GPU key.

@@ -339,3 +339,23 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayCostAndPhases: the debug log's numbers come from the wrapper's
+// phases line and from ncu's replay columns of the profiled launches.
+func TestReplayCostAndPhases(t *testing.T) {
+	out := "==PROF== Connected\nkagent: profiled call done\nkagent: profile phases: load 1.000 s, warm-up 0.100 s, profiled call 2.000 s\n"
+	if got, want := wrapperPhases(out), "load 1.000 s, warm-up 0.100 s, profiled call 2.000 s"; got != want {
+		t.Errorf("wrapperPhases = %q, want %q", got, want)
+	}
+	if got := wrapperPhases("kagent: profiled call done\n"); got != "" {
+		t.Errorf("wrapperPhases without the line = %q, want empty", got)
+	}
+	ls := []Launch{
+		{Values: map[string]float64{"profiler__replayer_passes": 9, "profiler__replayer_bytes_mem_backed_up.sum": 2e9}},
+		{Values: map[string]float64{"profiler__replayer_passes": 9, "profiler__replayer_bytes_mem_backed_up.sum": 3e9}},
+		{Values: map[string]float64{}},
+	}
+	if passes, saved := replayCost(ls); passes != 18 || saved != 3e9 {
+		t.Errorf("replayCost = %d passes, %g bytes; want 18, 3e9", passes, saved)
+	}
+}

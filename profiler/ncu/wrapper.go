@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -70,6 +71,11 @@ const defaultIdleSeconds = 600
 // idleExitMessage starts the line a script started ahead prints when no
 // job came.
 const idleExitMessage = "kagent: no profile job within"
+
+// phasesLine matches the line the wrapper prints last: the seconds of its
+// loading, its warm-up and its profiled call (ncu's replay passes are in the
+// last).
+var phasesLine = regexp.MustCompile(`^kagent: profile phases: (.*)$`)
 
 // loadRequest is the harness's load_problem request (PROTOCOL.md).
 type loadRequest struct {

@@ -101,6 +101,11 @@ func TestWrapperRunsTheHarness(t *testing.T) {
 			got = append(got, line)
 		}
 	}
+	if n := len(got); n == 0 || !phasesLine.MatchString(got[n-1]) {
+		t.Fatalf("wrapper printed\n%s\nwant its phases last", strings.Join(got, "\n"))
+	} else {
+		got = got[:n-1]
+	}
 	call := got[0]
 	if !strings.HasPrefix(call, "candidate call (5, 16) w ") || strings.HasSuffix(call, " w 0.0") {
 		t.Errorf("first line %q: want a call on the overridden shape with the reference's (nonzero) weights", call)
