@@ -5,7 +5,7 @@
 # Expects bin/kagent and bin/enginebench (linux/amd64: make gpu-binaries) and
 # a KernelBench clone (KB, default .cache/KernelBench; never committed).
 # Usage: OUT=/tmp/out [PY=python3] [KB=DIR] scripts/h200-workloads.sh [steps...]
-#   steps: agreement memory sweep reductions methods baselines
+#   steps: agreement memory sweep reductions methods baselines ncucost
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-workloads}
 mkdir -p "$OUT"
@@ -141,6 +141,31 @@ for step in $steps; do
       > "$OUT/methods.md" 2>"$OUT/methods.stderr"
     echo "methods exit $?" | tee -a "$OUT/steps.log"
     cat "$OUT/methods.md"
+    ;;
+  ncucost)
+    # Where one ncu profile's time goes (scripts/ncu_cost.py), then kagent's
+    # own profile of the full-size ReLU (6.4 GB per tensor) with its debug
+    # log (the wrapper's phases, replay passes, bytes saved), on an idle GPU
+    # and with another process holding all but 24 GB of the device memory.
+    log "the cost of one ncu profile"
+    timeout "${NCUCOST_LIMIT:-300}" "$PY" scripts/ncu_cost.py --ncu "${NCU:-ncu}" --json "$OUT/ncucost.json" \
+      > "$OUT/ncucost.md" 2>"$OUT/ncucost.stderr"
+    echo "ncu_cost exit $?" | tee -a "$OUT/steps.log"
+    cat "$OUT/ncucost.md"
+    d=$(agreement_dir relu-6G 19_ReLU 19_ReLU 4096 393216)
+    for held in idle held; do
+      hog=
+      if [ "$held" = held ]; then
+        coproc HOLD { "$PY" scripts/ncu_cost.py --hold -1; }
+        read -r line <&"${HOLD[0]}"; echo "$line"; hog=$HOLD_PID
+      fi
+      t0=$(date +%s%N)
+      timeout 180 bin/kagent profile -k "$d" --platform cuda --python "$PY" --log-level debug --no-progress --json \
+        > "$OUT/profile-$held.json" 2> "$OUT/profile-$held.log"
+      echo "kagent profile ($held) exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a "$OUT/steps.log"
+      grep -h "ncu profile" "$OUT/profile-$held.log" | tail -1
+      [ -n "$hog" ] && kill "$hog" && wait "$hog" 2>/dev/null
+    done
     ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
   esac
