@@ -37,6 +37,7 @@ package platform
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/kagent-kernels/kagent/kerneldir"
@@ -350,4 +351,8 @@ type Config struct {
 	RepMS    float64
 	// WorkDir is where the platform may write scratch files (the run dir).
 	WorkDir string
+	// Logger receives the sessions' warnings and debug lines: workers
+	// replaced, a sandbox that could not be set up, the profiler's
+	// (nil = discard).
+	Logger *slog.Logger
 }

@@ -77,7 +77,7 @@ var errNoLLMForGeneration = fmt.Errorf("%w: set llm.model (--llm-model, KAGENT_L
 
 // openPlatform resolves the configured platform (or detects one); it must
 // run kernels.
-func openPlatform(cfg configs.Config, what string) (platform.Platform, error) {
+func openPlatform(cfg configs.Config, what string, log *slog.Logger) (platform.Platform, error) {
 	name := cfg.PlatformName()
 	var err error
 	if name == "" {
@@ -85,7 +85,7 @@ func openPlatform(cfg configs.Config, what string) (platform.Platform, error) {
 			return nil, err
 		}
 	}
-	p, err := platform.Open(name, platformConfig(cfg))
+	p, err := platform.Open(name, platformConfig(cfg, log))
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func runGenerate(c *cli.Context) error {
 	if client == nil {
 		return withCode(ExitUsage, fmt.Errorf("generate: %w", errNoLLMForGeneration))
 	}
-	p, err := openPlatform(cfg, "generate")
+	p, err := openPlatform(cfg, "generate", log)
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 	if err := selectSize(task, &cfg, name); err != nil {
 		return nil, err
 	}
-	p, err := platform.Open(name, platformConfig(cfg))
+	p, err := platform.Open(name, platformConfig(cfg, logger(c)))
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func selectSize(task *kerneldir.Task, cfg *configs.Config, platformName string) 
 }
 
 // platformConfig extracts what a platform needs from the run configuration.
-func platformConfig(cfg configs.Config) platform.Config {
+func platformConfig(cfg configs.Config, log *slog.Logger) platform.Config {
 	return platform.Config{
 		Python:         cfg.Python,
 		GPUName:        cfg.GPUName,
@@ -143,6 +143,7 @@ func platformConfig(cfg configs.Config) platform.Config {
 		ProfileTimeout: cfg.Timeouts.Profile,
 		WarmupMS:       cfg.BenchmarkWarmup,
 		RepMS:          cfg.BenchmarkRepeat,
+		Logger:         log,
 	}
 }
 

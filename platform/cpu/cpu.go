@@ -79,6 +79,7 @@ func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Ses
 			VerifyTimeout: p.cfg.VerifyTimeout, BenchTimeout: p.cfg.BenchTimeout,
 			WarmupMS: p.cfg.WarmupMS, RepMS: p.cfg.RepMS, Representative: false,
 		},
+		Logger: p.cfg.Logger,
 	})
 }
 

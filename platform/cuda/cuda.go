@@ -109,7 +109,7 @@ func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error
 		ProblemPath: s.Load.ProblemPath, Entry: s.Entry, DType: s.Load.DType, Seeds: s.Load.Seeds, TF32: s.Load.TF32,
 		ShapeOverride: s.Load.Size,
 		GPU:           dev, Timeout: p.cfg.ProfileTimeout, Env: append(append([]string(nil), s.Env...), s.SlotEnv...),
-		WorkDir: p.cfg.WorkDir, Ahead: p.ncuAhead,
+		WorkDir: p.cfg.WorkDir, Ahead: p.ncuAhead, Logger: s.Logger,
 	})
 }
 

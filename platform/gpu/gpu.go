@@ -118,6 +118,7 @@ func (s *Stack) openIDs(ctx context.Context, task *kerneldir.Task, ids []string)
 		},
 		Specs:    s.specsFor,
 		Profiler: s.Profiler,
+		Logger:   s.Config.Logger,
 	})
 }
 

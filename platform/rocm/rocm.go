@@ -107,7 +107,7 @@ func gpuAgents(rocminfo string) []string {
 // then the profiled call, which is the last dispatches of the candidate's
 // kernels).
 func (p *Platform) rocprofProfiler(s worker.ProfilerSetup) (platform.Profiler, error) {
-	cfg := rocprof.Config{Specs: s.Specs, WorkDir: p.cfg.WorkDir}
+	cfg := rocprof.Config{Specs: s.Specs, WorkDir: p.cfg.WorkDir, Logger: s.Logger}
 	if err := cfg.ApplyKwargs(p.cfg.Kwargs); err != nil {
 		return nil, err
 	}

@@ -57,6 +57,8 @@ type ProfilerSetup struct {
 	Specs      roofline.Specs
 	// Info describes the problem's tensors (for synthetic fallbacks).
 	Info func(ctx context.Context) (ProblemInfo, error)
+	// Logger is the session's (nil = discard).
+	Logger *slog.Logger
 }
 
 // Session is a platform.Session on warm workers, with the physical-limit
@@ -309,7 +311,7 @@ func (s *Session) profiler(sl *slot) (platform.Profiler, error) {
 	load := s.Engine.req
 	s.Engine.mu.Unlock()
 	p, err := s.cfg.Profiler(ProfilerSetup{HarnessDir: s.hdir, Load: load, Entry: s.entry,
-		SlotEnv: sl.opts.Env, Env: s.env, Specs: s.Specs, Info: s.Info})
+		SlotEnv: sl.opts.Env, Env: s.env, Specs: s.Specs, Info: s.Info, Logger: s.cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
