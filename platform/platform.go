@@ -182,13 +182,20 @@ type Timing struct {
 	// TimedParts says where the timed phase went (a candidate timed in its
 	// runner: timed_requests, rechecks, inputs_intact), when reported.
 	TimedParts map[string]float64 `json:"timed_parts,omitempty"`
+	// BracketMS is the events' own span, subtracted from every call's
+	// event span (ClockDevice on CUDA; 0 when nothing was subtracted), and
+	// EventMedianMS the median span before it was.
+	BracketMS     float64 `json:"bracket_ms,omitempty"`
+	EventMedianMS float64 `json:"event_median_ms,omitempty"`
 }
 
 // Clocks of a Timing.
 const (
 	// ClockDevice: device events around each call, after a spin kernel that
 	// keeps the device busy while the host enqueues the call; the host's
-	// launch time is outside the span.
+	// launch time is outside the span. On CUDA the events' own span (two
+	// events with nothing between them, after the same spin) is subtracted
+	// (Timing.BracketMS).
 	ClockDevice = "device"
 	// ClockProfiler: each call's own device work (kernels, copies, fills),
 	// first start to last end, from the CUDA profiling interface's records,
@@ -241,6 +248,9 @@ func (t Timing) HostBound() bool {
 func (t Timing) ClockLabel() string {
 	switch t.Clock {
 	case ClockDevice:
+		if t.BracketMS > 0 {
+			return "device-side (events after a spin, less their own span)"
+		}
 		return "device-side (events after a spin)"
 	case ClockProfiler:
 		return "device-side (the call's own kernels, from the profiler's records)"

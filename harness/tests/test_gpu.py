@@ -71,6 +71,12 @@ class GPUTimingTest(unittest.TestCase):
         self.assertTrue(stats["representative"])
         self.assertTrue(stats["host_check"]["passed"], stats["host_check"])
         self.assertGreater(stats["median_ms"], 0)
+        # The events' own span is measured and subtracted (a few us at most).
+        self.assertEqual(stats["clock"], "device", stats["method"])
+        self.assertGreater(stats["bracket_ms"], 0.0)
+        self.assertLess(stats["bracket_ms"], 0.02)
+        self.assertAlmostEqual(stats["median_ms"], max(0.001, stats["event_median_ms"] - stats["bracket_ms"]), places=6)
+        self.assertIn("less the events' own span", stats["method"])
 
     def test_side_stream_fails_host_check(self) -> None:
         from kagent_harness.timing import BenchParams, Target, bench
@@ -240,6 +246,9 @@ class GPUWorkerTest(unittest.TestCase):
                 continue
             self.assertTrue(res["representative"])
             self.assertTrue(res["host_check"]["passed"], res)
+            # The kernel in its runner and the baselines in the judge: the
+            # events' own span subtracted from each.
+            self.assertGreater(res["bracket_ms"], 0.0, res["method"])
             if target == "kernel":
                 self.assertTrue(res["recheck"]["passed"], res)
         cmp = c.request(
@@ -252,6 +261,9 @@ class GPUWorkerTest(unittest.TestCase):
         )
         self.assertTrue(cmp["ok"], cmp)
         self.assertEqual(cmp["result"]["a"]["n"], cmp["result"]["b"]["n"])
+        # One bracket for both sides of a comparison.
+        self.assertGreater(cmp["result"]["a"]["bracket_ms"], 0.0)
+        self.assertEqual(cmp["result"]["a"]["bracket_ms"], cmp["result"]["b"]["bracket_ms"])
 
 
 @unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")

@@ -375,6 +375,76 @@ class SpinAndTailTest(unittest.TestCase):
         self.assertTrue(tail_check([0.4] * 9, 2.0)["passed"])
 
 
+class BracketTest(unittest.TestCase):
+    """The events' own span: measured by the judge after the same spin and
+    flush as a timed call, subtracted from every reported time."""
+
+    class FakeCUDA:
+        is_cuda = True
+        is_gpu = True
+        holds = True
+        type = "cuda"
+
+        def __init__(self, spans: list) -> None:
+            self.spans = list(spans)
+            self.spins: list = []
+            self.recorded = 0
+
+        def spin(self, ms: float, flush: object) -> None:
+            self.spins.append((ms, flush))
+
+        def event(self) -> list:
+            return []
+
+        def record(self, e: list) -> None:
+            self.recorded += 1
+            e.append(self.recorded)
+
+        def tail_ms(self, end: object) -> float:
+            return 0.0
+
+        def elapsed_ms(self, a: list, b: list) -> float:
+            self.assertNothingBetween(a, b)
+            return self.spans.pop(0)
+
+        def assertNothingBetween(self, a: list, b: list) -> None:
+            if b[0] != a[0] + 1:
+                raise AssertionError("something was recorded between the bracket's events")
+
+    def _timer(self, dev: object, spin_ms: float) -> object:
+        from kagent_harness import timing
+
+        t = timing._Timer.__new__(timing._Timer)
+        t.dev, t.spin_ms, t.flush, t.event_times = dev, spin_ms, "flush", []
+        return t
+
+    def test_median_of_pairs_after_the_same_spin(self) -> None:
+        from kagent_harness import timing
+
+        spans = [0.0013] * (timing.BRACKET_PAIRS - 2) + [0.5, 0.6]  # two pairs caught by something else
+        dev = self.FakeCUDA(spans)
+        t = self._timer(dev, 0.25)
+        self.assertAlmostEqual(t.events_bracket(), 0.0013)
+        self.assertEqual(dev.spins, [(0.25, "flush")] * timing.BRACKET_PAIRS)
+        dev = self.FakeCUDA([0.0012] * timing.BRACKET_PAIRS)
+        self.assertAlmostEqual(self._timer(dev, 0.25).events_bracket(0.5), 0.0012)
+        self.assertEqual(dev.spins[0], (0.5, "flush"))
+
+    def test_not_measured_without_a_spin_off_cuda_or_on_the_profiler_clock(self) -> None:
+        self.assertEqual(self._timer(self.FakeCUDA([]), 0.0).events_bracket(), 0.0)
+        t = self._timer(self.FakeCUDA([]), 0.25)
+        t.event_times = [1.0]
+        self.assertEqual(t.events_bracket(), 0.0)
+        cpu = self.FakeCUDA([])
+        cpu.is_cuda = False
+        self.assertEqual(self._timer(cpu, 0.25).events_bracket(), 0.0)
+
+    def test_subtracted_down_to_the_floor(self) -> None:
+        self.assertEqual(timing_stats.less_bracket([0.025, 0.03], 0.0), [0.025, 0.03])
+        got = timing_stats.less_bracket([0.0253, 0.0263, 0.0015], 0.0013)
+        self.assertEqual([round(x, 6) for x in got], [0.024, 0.025, timing_stats.MIN_CALL_MS])
+
+
 class RemoteTimedRequestTest(unittest.TestCase):
     """A candidate in its runner cannot tell a checked timed call from an
     unchecked one: the judge asks for the output after the call returned."""

@@ -442,6 +442,8 @@ type benchStats struct {
 	LateCalls  int                   `json:"late_calls"`
 	Phases     map[string]float64    `json:"phases"`
 	TimedParts map[string]float64    `json:"timed_parts"`
+	BracketMS  float64               `json:"bracket_ms"`
+	EventMS    float64               `json:"event_median_ms"`
 }
 
 func (s benchStats) timing(label string, representative bool) platform.Timing {
@@ -452,7 +454,7 @@ func (s benchStats) timing(label string, representative bool) platform.Timing {
 	return platform.Timing{Target: label, MedianMS: s.MedianMS, P20MS: s.P20MS, P80MS: s.P80MS, MeanMS: s.MeanMS,
 		CV: s.CV, N: s.N, TimesMS: s.TimesMS, HostMS: s.HostMedianMS, Representative: rep, Method: s.Method,
 		Unavailable: s.Unavailable, Unseen: s.Unseen, Clock: s.Clock, LateCalls: s.LateCalls, Phases: s.Phases,
-		TimedParts: s.TimedParts}
+		TimedParts: s.TimedParts, BracketMS: s.BracketMS, EventMedianMS: s.EventMS}
 }
 
 // RecheckError: a check run while timing failed: the outputs of the timed
