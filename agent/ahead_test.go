@@ -18,6 +18,9 @@ import (
 // the verifications, and passes both on to the worker session.
 type aheadSession struct {
 	*worker.Session
+	// compileS, when set, is the compile time each passed verdict reports
+	// (Triton's interpreter compiles nothing).
+	compileS float64
 	mu       sync.Mutex
 	verified []string   // candidate sources, in verification order
 	batches  [][]string // each CompileAhead's sources
@@ -29,7 +32,11 @@ func (s *aheadSession) Verify(ctx context.Context, c platform.Candidate) (platfo
 	s.mu.Lock()
 	s.verified = append(s.verified, string(src))
 	s.mu.Unlock()
-	return s.Session.Verify(ctx, c)
+	v, err := s.Session.Verify(ctx, c)
+	if err == nil && v.Passed && s.compileS > 0 {
+		v.TritonCompiles = &platform.TritonCompiles{Compiled: 1, Seconds: s.compileS}
+	}
+	return v, err
 }
 
 func (s *aheadSession) CompileAhead(ctx context.Context, cs []platform.Candidate) (platform.CompileReport, error) {
@@ -65,7 +72,7 @@ func TestCompileAheadBeforeTheRound(t *testing.T) {
 	if !ok {
 		t.Fatalf("the test session is a %T", e.sess)
 	}
-	as := &aheadSession{Session: ws}
+	as := &aheadSession{Session: ws, compileS: 1.0} // compiles worth a batch
 	in.Session = as
 	res, err := Run(context.Background(), in)
 	if err != nil {
@@ -101,5 +108,29 @@ func TestCompileAheadBeforeTheRound(t *testing.T) {
 	}
 	if _, ok := all[store.InputID]; !ok {
 		t.Fatal("no input candidate")
+	}
+}
+
+// TestAheadOnlyWhereCompilesAreSlow: a round's batch runs only where the
+// run's candidates took long enough to compile; without a measured compile
+// (the interpreter, cache hits only) no batch runs.
+func TestAheadOnlyWhereCompilesAreSlow(t *testing.T) {
+	verdict := func(compiled int, s float64) store.Candidate {
+		return store.Candidate{Verdict: &platform.Verdict{Passed: true, TritonCompiles: &platform.TritonCompiles{Compiled: compiled, Seconds: s}}}
+	}
+	all := []store.Candidate{verdict(1, 0.07), verdict(0, 0.01), verdict(1, 0.06), verdict(2, 0.9), {}}
+	per, n := compileSeconds(all)
+	if per != 0.07 || n != 3 {
+		t.Fatalf("compileSeconds = %g over %d, want the median 0.07 over the 3 that compiled", per, n)
+	}
+	// The H200's KernelBench activations: 8 variants at 0.07 s each.
+	if aheadWorth(8, per) {
+		t.Error("a batch for 8 variants compiling in 0.07 s each: it costs more than it saves")
+	}
+	if !aheadWorth(8, 0.5) || !aheadWorth(2, 1.0) {
+		t.Error("no batch where the compiles take 4 s or 2 s in all")
+	}
+	if per, n := compileSeconds([]store.Candidate{verdict(0, 0.02), {}}); n != 0 || aheadWorth(8, per) {
+		t.Errorf("no compile measured: compileSeconds = %g over %d, and a batch ran", per, n)
 	}
 }

@@ -75,7 +75,7 @@ func (l *loop) runRound(ctx context.Context, r int, open bool) error {
 	if err != nil {
 		return err
 	}
-	l.compileAhead(ctx, r, slots, chains)
+	l.compileAhead(ctx, r, slots, chains, all)
 	finals, err := l.runSlots(ctx, v, slots, chains, diags)
 	if err != nil {
 		return err
