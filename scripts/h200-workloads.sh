@@ -47,7 +47,7 @@ agreement_dir() {
 for step in $steps; do
   case $step in
   agreement)
-    # kagent's time against ncu's gpu__time_duration (one profiled call,
+    # kagent's time against ncu's gpu__time_duration (the median of 3 profiles of one call each,
     # caches flushed, clocks as they are), and 5 timings of the kernel and
     # of both baselines.
     dirs=$(agreement_dir relu-12M 19_ReLU 19_ReLU 192 65536),$(agreement_dir softmax-16M 23_Softmax 23_Softmax 1024 16384)
@@ -160,7 +160,7 @@ for step in $steps; do
         read -r line <&"${HOLD[0]}"; echo "$line"; hog=$HOLD_PID
       fi
       t0=$(date +%s%N)
-      timeout 180 bin/kagent profile -k "$d" --platform cuda --python "$PY" --log-level debug --no-progress --json \
+      timeout 180 bin/kagent --log-level debug profile -k "$d" --platform cuda --python "$PY" --no-progress --json \
         > "$OUT/profile-$held.json" 2> "$OUT/profile-$held.log"
       echo "kagent profile ($held) exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a "$OUT/steps.log"
       grep -h "ncu profile" "$OUT/profile-$held.log" | tail -1
