@@ -50,8 +50,10 @@ the median) after the timed calls and subtracts it from every call's span,
 down to ``MIN_CALL_MS`` (timing_stats.py), for the candidate and the
 baselines alike; ``event_median_ms`` keeps the median span as measured and
 ``bracket_ms`` what was subtracted. Measured against Nsight Compute's
-``gpu__time_duration`` on an H200 (docs/results/2026-12-04-ncu-agreement):
-the events alone read 3.8% high at 25 us, less their span -1.4%. The checks
+``gpu__time_duration`` on an H200 (docs/results/2026-12-04-timing-and-sweep):
+at 25 us the events alone read 3.8% above ncu, less their span 1.4% below
+it (and 3.1-3.5% below ncu's median over three processes, whose own
+profiles spread 5%); from 44 us up within 1.2%. The checks
 (recheck, host, tail, unseen inputs, the remote bounds) use the spans as
 measured.
 

@@ -31,6 +31,9 @@ def _log(msg: str) -> None:
         pass
 
 
+# compile_ahead's answer when KAGENT_COMPILE_AHEAD is not 1.
+COMPILE_AHEAD_OFF = "off (KAGENT_COMPILE_AHEAD=1 turns it on)"
+
 class Worker:
     def __init__(self, channel: Channel, device: Any) -> None:
         # Imported here, after the protocol descriptors are taken.
@@ -294,9 +297,12 @@ class Worker:
 
     def compile_ahead(self, req: Dict[str, Any]) -> Dict[str, Any]:
         """Compile a batch of knob variants' kernels before their
-        verifications (screen.py compile_ahead). Under Triton's interpreter
-        nothing compiles, and no runner is started; KAGENT_COMPILE_AHEAD=0
-        turns it off."""
+        verifications (screen.py compile_ahead). Off unless
+        KAGENT_COMPILE_AHEAD=1: on an H200 a batch took about as long as its
+        variants' compiles in their own verifications, plus 0.6 s (Triton's
+        compiles gain little from the batch's threads), so it cost more than
+        it saved (docs/tuning.md). Under Triton's interpreter nothing
+        compiles, and no runner is started."""
         from .failures import RequestError
         from .screen import compile_ahead
 
@@ -307,8 +313,8 @@ class Worker:
             raise RequestError("bad_request", f"candidate_paths: {bad[0]!r} is not a file")
         if os.environ.get("TRITON_INTERPRET", "") == "1":
             return {"variants": len(paths), "loaded": 0, "compiled": 0, "skipped": "Triton's interpreter compiles nothing"}
-        if os.environ.get("KAGENT_COMPILE_AHEAD", "1") == "0":
-            return {"variants": len(paths), "loaded": 0, "compiled": 0, "skipped": "KAGENT_COMPILE_AHEAD=0"}
+        if os.environ.get("KAGENT_COMPILE_AHEAD", "0") != "1":
+            return {"variants": len(paths), "loaded": 0, "compiled": 0, "skipped": COMPILE_AHEAD_OFF}
         self._make_room(self._need(problem, "verify"))
         with self._active():
             return compile_ahead(problem, paths, {**req, "require_triton": _require_triton(req)})

@@ -85,7 +85,10 @@ class ScreenTest(unittest.TestCase):
         problem = os.path.join(cls.dir, "problem.py")
         with open(problem, "w", encoding="utf-8") as f:
             f.write(PROBLEM)
-        cls.client = WorkerClient(device=DEVICE, env={"TRITON_INTERPRET": "1"} if DEVICE == "cpu" else {})
+        env = {"KAGENT_COMPILE_AHEAD": "1"}  # compile_ahead is off by default
+        if DEVICE == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        cls.client = WorkerClient(device=DEVICE, env=env)
         cls.client.start()
         load = cls.client.request("load_problem", problem_path=problem, seeds=SEEDS, atol=1e-5, rtol=1e-4)
         assert load["ok"], load

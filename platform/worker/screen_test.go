@@ -59,7 +59,8 @@ func TestCompileAhead(t *testing.T) {
 		t.Fatalf("under the interpreter: %+v, %v; want skipped", rep, err)
 	}
 
-	// Sessions with Triton's compiler (no interpreter).
+	// Sessions with Triton's compiler (no interpreter), compile_ahead on.
+	t.Setenv("KAGENT_COMPILE_AHEAD", "1")
 	compiler := func() *Session {
 		return cpuSessionWith(t, dir, EngineOptions{WarmupMS: 2, RepMS: 5, VerifyTimeout: 10 * time.Second},
 			func(c *SessionConfig) { c.Env = []string{"CUDA_VISIBLE_DEVICES="} })
@@ -79,11 +80,13 @@ func TestCompileAhead(t *testing.T) {
 		t.Fatalf("verification after the hanging batch: %+v, %v", v, err)
 	}
 
-	// KAGENT_COMPILE_AHEAD=0 reaches the worker and turns it off.
-	t.Setenv("KAGENT_COMPILE_AHEAD", "0")
-	off := compiler()
-	if rep, err := off.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("wrong_values")}); err != nil ||
-		rep.Skipped != "KAGENT_COMPILE_AHEAD=0" {
-		t.Fatalf("with KAGENT_COMPILE_AHEAD=0: %+v, %v", rep, err)
+	// Off unless KAGENT_COMPILE_AHEAD=1 reaches the worker.
+	for _, v := range []string{"", "0"} {
+		t.Setenv("KAGENT_COMPILE_AHEAD", v)
+		off := compiler()
+		if rep, err := off.CompileAhead(ctx, []platform.Candidate{cpuCandidate("add_relu_ok"), cpuCandidate("wrong_values")}); err != nil ||
+			!strings.Contains(rep.Skipped, "KAGENT_COMPILE_AHEAD=1 turns it on") {
+			t.Fatalf("with KAGENT_COMPILE_AHEAD=%q: %+v, %v; want it off", v, rep, err)
+		}
 	}
 }
