@@ -10,7 +10,8 @@ Columns: wall s (the problem's whole time), round 0 s (first verification,
 timing of the input and both baselines, profile), variants (candidates of
 rounds >= 1), s/variant (round time over its candidates, median over rounds),
 verify s and timing s (per variant, median), compared (variants timed again
-against the best, interleaved) and compare s (median, in the worker), end s
+against the best, interleaved; in brackets those the two stored timings
+settled without it) and compare s (median, in the worker), end s
 (from the last round to the run's end: the acceptance gate, the final
 profile, the report), Triton s (the median seconds Triton's compiler took in
 a variant's runner during its verification, and how many variants found
@@ -64,6 +65,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     verify_s: List[float] = []
     timing_s: List[float] = []
     compare_s: List[float] = []
+    settled = 0
     compile_s: List[float] = []
     all_cached = 0
     vphases: Dict[str, List[float]] = {}
@@ -100,6 +102,9 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
                 c = json.load(f)
             # Both sides share the interleaved timed calls; each has its own
             # prepare and checks.
+            if (c.get("decision") or {}).get("interleaved") is False:
+                settled += 1  # decided by the two stored timings: nothing was timed
+                continue
             a, b = (c.get("best") or {}).get("phases") or {}, (c.get("candidate") or {}).get("phases") or {}
             compare_s.append(sum(float(x) for x in a.values()) + sum(float(x) for k, x in b.items() if k != "timed"))
     return {
@@ -109,6 +114,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         "verify_s": round(_median(verify_s), 3),
         "timing_s": round(_median(timing_s), 3),
         "compared": len(compare_s),
+        "settled": settled,
         "compare_s": round(_median(compare_s), 3),
         "end_s": round(end - last_round, 2) if end and last_round else 0.0,
         "triton_compile_s": round(_median(compile_s), 3) if compile_s else None,
@@ -149,13 +155,13 @@ def main(argv: List[str]) -> int:
                "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
     lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | end s | "
              "Triton s (cached) | kernel ms | largest verify phases (s) | timing phases (s) |",
-             "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|---|---|"]
+             "|--:|---|--:|--:|--:|--:|--:|--:|---|--:|--:|---|--:|---|---|"]
     for x in rows:
         kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
         tcs = "n/a" if x.get("triton_compile_s") is None else f"{x['triton_compile_s']:.2f} ({x.get('all_cached', 0)})"
         lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | {x.get('variants', 0)} | "
                      f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
-                     f"{x.get('compared', 0)} | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | {tcs} | {kms} | "
+                     f"{x.get('compared', 0)} ({x.get('settled', 0)}) | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | {tcs} | {kms} | "
                      f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")
     lines.append("")
     lines.append(f"{summary['problems']} problems; median wall {summary['median_wall_s']:.1f} s per problem; "
