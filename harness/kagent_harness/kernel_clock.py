@@ -3,8 +3,10 @@
 Events around a call (timing.py, runner.py) measure from the start event to
 the end event: the call's kernels and, besides them, the device front end's
 work on the two events and on the launch. On an H200 that added a roughly
-constant 1-2 us: kagent's times of 25-45 us kernels were 3-8% above Nsight
-Compute's ``gpu__time_duration``. With ``KAGENT_TIMING_CLOCK=profiler`` a
+constant 1-2 us: event times of 25-45 us kernels were 3-8% above Nsight
+Compute's ``gpu__time_duration``. The default device clock subtracts that
+cost as the judge measures it (timing.py, events_bracket); with
+``KAGENT_TIMING_CLOCK=profiler`` a
 timing also records the device timestamps of every kernel, copy and fill
 (torch.profiler over CUPTI's activity records, CUDA activities only) while
 its timed calls run, and a call's time is the span from the first start to
