@@ -45,8 +45,11 @@ The events' own span (CUDA, device clock): two events recorded back to back
 with nothing between them, after the same spin and flush as a timed call,
 span about 1.3 us on an H200, and a timed call's span holds the same cost
 (the first launch after the start event, the end event after the last
-kernel). The judge measures it in its own process (``BRACKET_PAIRS`` pairs,
-the median) after the timed calls and subtracts it from every call's span,
+kernel). The judge measures it in its own process (the least span of
+``BRACKET_PAIRS`` pairs: work of another process can only lengthen a pair,
+so a candidate that leaves work running cannot inflate it short of
+lengthening every pair; above ``BRACKET_MAX_MS`` nothing is subtracted)
+after the timed calls and subtracts it from every call's span,
 down to ``MIN_CALL_MS`` (timing_stats.py), for the candidate and the
 baselines alike; ``event_median_ms`` keeps the median span as measured and
 ``bracket_ms`` what was subtracted. Measured against Nsight Compute's
@@ -107,8 +110,11 @@ LATE_WINDOW = 20
 LATE_SHARE = 0.1
 # The spin ahead of an unseen-input call (ms).
 UNSEEN_SPIN_MS = 0.5
-# Pairs of events recorded with nothing between them (events_bracket).
+# Pairs of events recorded with nothing between them (events_bracket), and
+# the longest events' own span believed (about 1.3 us on an H200): a longer
+# one means something else ran on the device between the pair's events.
 BRACKET_PAIRS = 21
+BRACKET_MAX_MS = 0.01
 
 
 class _InputSet:
@@ -238,8 +244,10 @@ class _Timer:
         self.clock: Optional[kernel_clock.CallClock] = None
         self.event_times: List[float] = []
         self.clock_note = ""
-        # The events' own span subtracted from each reported time (0: none).
+        # The events' own span subtracted from each reported time (0: none),
+        # or why it was not.
         self.bracket_ms = 0.0
+        self.bracket_note = ""
 
     def _fail(self, exc: BaseException, what: str) -> CheckFailure:
         kind, fatal = classify(exc)
@@ -322,12 +330,13 @@ class _Timer:
 
     def events_bracket(self, spin_ms: Optional[float] = None) -> float:
         """The events' own span (see the module doc), measured here, in the
-        judge's process: the median over BRACKET_PAIRS of two events recorded
+        judge's process: the least over BRACKET_PAIRS of two events recorded
         with nothing between them, each pair after a spin of ``spin_ms``
         (default: this timer's) and the L2 flush, as a timed call is. 0 where
         the times are not corrected: not CUDA, no spin ahead of the calls
-        (the host's launch time would be in the span), or the profiler's
-        spans in place of the events."""
+        (the host's launch time would be in the span), the profiler's spans
+        in place of the events, or a least span above BRACKET_MAX_MS (the
+        device was not idle; ``bracket_note`` says so)."""
         dev = self.dev
         spin = self.spin_ms if spin_ms is None else spin_ms
         if not (dev.is_cuda and spin > 0 and not self.event_times):
@@ -340,7 +349,12 @@ class _Timer:
             dev.record(b)
             dev.tail_ms(b)
             spans.append(dev.elapsed_ms(a, b))
-        return sorted(spans)[len(spans) // 2]
+        least = min(spans)
+        if least > BRACKET_MAX_MS:
+            self.bracket_note = (f"the events' own span was not subtracted: two events with nothing between them "
+                                 f"took at least {least * 1e3:.1f} us (limit {BRACKET_MAX_MS * 1e3:.0f} us)")
+            return 0.0
+        return least
 
     def drop_clock(self) -> None:
         if self.clock is not None:
@@ -556,7 +570,9 @@ class _Timer:
             clock = f"{self.dev.type} events around each call"
             if self.bracket_ms > 0:
                 clock += (f", less the events' own span ({self.bracket_ms * 1e3:.2f} us: two events with nothing "
-                          f"between them after the same hold, median of {BRACKET_PAIRS}, in the judge's process)")
+                          f"between them after the same hold, the least of {BRACKET_PAIRS}, in the judge's process)")
+            elif self.bracket_note:
+                clock += f" ({self.bracket_note})"
             if self.event_times:
                 clock = ("device timestamps of each call's own kernels, copies and fills, first start to last end "
                          "(CUDA profiling interface; the events' span checked against them)")
@@ -785,6 +801,7 @@ def _compare(problem: Problem, ta: Target, tb: Target, sets: List[_InputSet], pa
     # One bracket for both sides, measured behind the longer of their spins.
     if clock_of(a) == clock_of(b) == "device":
         a.bracket_ms = b.bracket_ms = a.events_bracket(max(a.spin_ms, b.spin_ms))
+        b.bracket_note = a.bracket_note
     both = perf_counter() - t2
     a.phases.update(prepare=t1 - t0, timed=both)
     b.phases.update(prepare=t2 - t1, timed=both)
