@@ -183,7 +183,7 @@ type Timing struct {
 	// runner: timed_requests, rechecks, inputs_intact), when reported.
 	TimedParts map[string]float64 `json:"timed_parts,omitempty"`
 	// BracketMS is the events' own span, subtracted from every call's
-	// event span (ClockDevice on CUDA; 0 when nothing was subtracted), and
+	// event span (ClockDevice on NVIDIA; 0 when nothing was subtracted), and
 	// EventMedianMS the median span before it was.
 	BracketMS     float64 `json:"bracket_ms,omitempty"`
 	EventMedianMS float64 `json:"event_median_ms,omitempty"`
@@ -193,9 +193,9 @@ type Timing struct {
 const (
 	// ClockDevice: device events around each call, after a spin kernel that
 	// keeps the device busy while the host enqueues the call; the host's
-	// launch time is outside the span. On CUDA the events' own span (two
-	// events with nothing between them, after the same spin) is subtracted
-	// (Timing.BracketMS).
+	// launch time is outside the span. On NVIDIA (with the hold that fills
+	// every SM) the events' own span (two events with nothing between them,
+	// after the same hold) is subtracted (Timing.BracketMS).
 	ClockDevice = "device"
 	// ClockProfiler: each call's own device work (kernels, copies, fills),
 	// first start to last end, from the CUDA profiling interface's records,

@@ -41,8 +41,9 @@ spin of the calls after it. Without a spin kernel (xpu, a torch without
 ``torch.cuda._sleep``) the flush alone is ahead of the start event, and a call
 whose host time is not well below its device time is host-bound.
 
-The events' own span (CUDA, device clock): two events recorded back to back
-with nothing between them, after the same spin and flush as a timed call,
+The events' own span (NVIDIA with the hold, device clock): two events
+recorded back to back with nothing between them, after the same spin and
+flush as a timed call,
 span about 1.3 us on an H200, and a timed call's span holds the same cost
 (the first launch after the start event, the end event after the last
 kernel). The judge measures it in its own process (the least span of
@@ -333,13 +334,14 @@ class _Timer:
         judge's process: the least over BRACKET_PAIRS of two events recorded
         with nothing between them, each pair after a spin of ``spin_ms``
         (default: this timer's) and the L2 flush, as a timed call is. 0 where
-        the times are not corrected: not CUDA, no spin ahead of the calls
-        (the host's launch time would be in the span), the profiler's spans
-        in place of the events, or a least span above BRACKET_MAX_MS (the
+        the times are not corrected: no hold ahead of the calls (ROCm, xpu,
+        cpu, or no hold kernel: the correction was measured on NVIDIA with
+        the hold, and without a spin the host's launch time would be in the
+        span), the profiler's spans in place of the events, or a least span above BRACKET_MAX_MS (the
         device was not idle; ``bracket_note`` says so)."""
         dev = self.dev
         spin = self.spin_ms if spin_ms is None else spin_ms
-        if not (dev.is_cuda and spin > 0 and not self.event_times):
+        if not (dev.holds and spin > 0 and not self.event_times):
             return 0.0
         spans = []
         for _ in range(BRACKET_PAIRS):
