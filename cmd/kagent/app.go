@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -143,6 +144,35 @@ func logger(c *cli.Context) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level, ReplaceAttr: shortFloats}))
 }
+
+// platformLogger is the logger the platform's sessions get: their workers'
+// and profilers' lines (a worker replaced, a retried load, a profiler's
+// phases) at --log-level debug only, whatever their own level. A command's
+// own lines and errors say what the user must know; these are diagnostics,
+// and an error the user sees as one line is not preceded by its retries.
+func platformLogger(c *cli.Context) *slog.Logger {
+	return slog.New(debugOnly{logger(c).Handler()})
+}
+
+// debugOnly hands every record to h at debug level, naming the level it
+// was logged at.
+type debugOnly struct{ h slog.Handler }
+
+func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, slog.LevelDebug, r.Message, r.PC)
+	if r.Level != slog.LevelDebug {
+		out.AddAttrs(slog.String("logged_as", r.Level.String()))
+	}
+	r.Attrs(func(a slog.Attr) bool { out.AddAttrs(a); return true })
+	return d.h.Handle(ctx, out)
+}
+
+func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.h.WithAttrs(as)} }
+func (d debugOnly) WithGroup(name string) slog.Handler    { return debugOnly{d.h.WithGroup(name)} }
 
 // shortFloats writes a log line's floats with 4 significant digits
 // (cv=0.3592, not cv=0.3591728124555714); the JSON artifacts keep them whole.

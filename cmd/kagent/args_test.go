@@ -115,6 +115,26 @@ func TestShortFloatsInLogs(t *testing.T) {
 	}
 }
 
+// TestPlatformLinesAtDebugOnly: the sessions' own lines (a retried load, a
+// worker replaced) reach the log at --log-level debug, naming the level
+// they were logged at, and not at the default level.
+func TestPlatformLinesAtDebugOnly(t *testing.T) {
+	for _, tc := range []struct {
+		level slog.Level
+		want  string
+	}{
+		{slog.LevelInfo, ""},
+		{slog.LevelDebug, `level=DEBUG msg="worker replaced" logged_as=WARN slot=0`},
+	} {
+		var b strings.Builder
+		log := slog.New(debugOnly{slog.NewTextHandler(&b, &slog.HandlerOptions{Level: tc.level})})
+		log.Warn("worker replaced", "slot", 0)
+		if got := b.String(); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("at %v: logged %q, want %q", tc.level, got, tc.want)
+		}
+	}
+}
+
 // TestEvalOfAFailedKernelTimesNothing: a kernel that fails verification is
 // not timed, and neither are the baselines.
 func TestEvalOfAFailedKernelTimesNothing(t *testing.T) {

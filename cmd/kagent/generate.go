@@ -139,7 +139,7 @@ func runGenerate(c *cli.Context) error {
 	if client == nil {
 		return withCode(ExitUsage, fmt.Errorf("generate: %w", errNoLLMForGeneration))
 	}
-	p, err := openPlatform(cfg, "generate", log)
+	p, err := openPlatform(cfg, "generate", platformLogger(c))
 	if err != nil {
 		return err
 	}

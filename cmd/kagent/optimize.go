@@ -105,7 +105,7 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 	if err := selectSize(task, &cfg, name); err != nil {
 		return nil, err
 	}
-	p, err := platform.Open(name, platformConfig(cfg, logger(c)))
+	p, err := platform.Open(name, platformConfig(cfg, platformLogger(c)))
 	if err != nil {
 		return nil, err
 	}

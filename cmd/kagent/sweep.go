@@ -176,7 +176,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	if client == nil && kernels == "" {
 		return withCode(ExitUsage, fmt.Errorf("sweep: %w, or give --kernels DIR of existing kernel dirs", errNoLLMForGeneration))
 	}
-	p, err := openPlatform(s.cfg, "sweep", log)
+	p, err := openPlatform(s.cfg, "sweep", platformLogger(c))
 	if err != nil {
 		return err
 	}
