@@ -77,6 +77,11 @@ class Worker:
         # Runners of candidates kept from earlier work hold device memory the
         # new problem's draws may need (its size is not known before it loads).
         self._drop_all()
+        # No candidate's process exists now: the events' own span measured
+        # here bounds the one every later timing subtracts.
+        from .timing import reference_bracket
+
+        reference_bracket(self.device)
         pid = f"p{next(self._ids)}"
         problem = load_problem(req, self.device, pid)
         self.problems[pid] = problem
