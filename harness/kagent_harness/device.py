@@ -66,6 +66,9 @@ class Device:
             # sibling, so process_time counts the call's work once.
             torch.set_num_threads(1)
         self._spin_rate = 0.0  # device cycles per millisecond, measured on first use
+        # The events' own span measured before any candidate's process
+        # existed (timing.reference_bracket); None until then.
+        self.reference_bracket_ms: Optional[float] = None
 
     @property
     def is_cuda(self) -> bool:

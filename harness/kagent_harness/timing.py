@@ -118,9 +118,6 @@ BRACKET_PAIRS = 21
 BRACKET_MAX_MS = 0.01
 # The spin ahead of each pair of the reference bracket (reference_bracket).
 REFERENCE_SPIN_MS = 0.2
-# Per device: the events' own span measured when no candidate's process
-# existed in this worker (reference_bracket), or absent.
-_reference: Dict[str, float] = {}
 
 
 def least_pair(dev: Device, spin_ms: float, flush: Optional[torch.Tensor]) -> float:
@@ -145,16 +142,15 @@ def reference_bracket(dev: Device) -> None:
     candidate leaves running while the judge measures after its timing
     cannot make its subtraction larger. Best effort: without a reference a
     timing's own measurement stands alone."""
-    key = str(dev.torch_device)
-    _reference.pop(key, None)
+    dev.reference_bracket_ms = None
     if not dev.holds:
         return
     try:
         flush = torch.empty(max(1, flush_bytes(dev) // 4), dtype=torch.int32, device=dev.torch_device)
-        _reference[key] = least_pair(dev, REFERENCE_SPIN_MS, flush)
+        dev.reference_bracket_ms = least_pair(dev, REFERENCE_SPIN_MS, flush)
         del flush
     except Exception:  # noqa: BLE001 - a diagnostic measurement; timings measure their own
-        _reference.pop(key, None)
+        dev.reference_bracket_ms = None
 
 
 class _InputSet:
@@ -384,7 +380,7 @@ class _Timer:
         if not (dev.holds and spin > 0 and not self.event_times):
             return 0.0
         least = least_pair(dev, spin, self.flush)
-        ref = _reference.get(str(dev.torch_device))
+        ref = dev.reference_bracket_ms
         if ref is not None:
             least = min(least, ref)
         if least > BRACKET_MAX_MS:

@@ -70,8 +70,8 @@ class GPUTimingTest(unittest.TestCase):
         from kagent_harness import timing
 
         timing.reference_bracket(self.device)  # as the worker does when it loads a problem
-        self.assertGreater(timing._reference[str(self.device.torch_device)], 0.0)
-        self.assertLess(timing._reference[str(self.device.torch_device)], timing.BRACKET_MAX_MS)
+        self.assertGreater(self.device.reference_bracket_ms, 0.0)
+        self.assertLess(self.device.reference_bracket_ms, timing.BRACKET_MAX_MS)
         stats = bench(self.problem, Target("eager", self.problem.model, False), BenchParams(rep_ms=20, warmup_ms=5), self.guard)
         self.assertTrue(stats["representative"])
         self.assertTrue(stats["host_check"]["passed"], stats["host_check"])
@@ -79,7 +79,7 @@ class GPUTimingTest(unittest.TestCase):
         # The events' own span is measured and subtracted (a few us at most).
         self.assertEqual(stats["clock"], "device", stats["method"])
         self.assertGreater(stats["bracket_ms"], 0.0)
-        self.assertLessEqual(stats["bracket_ms"], timing._reference[str(self.device.torch_device)])
+        self.assertLessEqual(stats["bracket_ms"], self.device.reference_bracket_ms)
         self.assertAlmostEqual(stats["median_ms"], max(0.001, stats["event_median_ms"] - stats["bracket_ms"]), places=6)
         self.assertIn("less the events' own span", stats["method"])
 

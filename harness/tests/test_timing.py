@@ -385,7 +385,10 @@ class BracketTest(unittest.TestCase):
         holds = True
         type = "cuda"
 
+        torch_device = "cuda:0"
+
         def __init__(self, spans: list) -> None:
+            self.reference_bracket_ms = None
             self.spans = list(spans)
             self.spins: list = []
             self.recorded = 0
@@ -418,13 +421,6 @@ class BracketTest(unittest.TestCase):
         t.dev, t.spin_ms, t.flush, t.event_times = dev, spin_ms, "flush", []
         return t
 
-    def setUp(self) -> None:
-        from kagent_harness import timing
-
-        self.FakeCUDA.torch_device = "cuda:0"
-        timing._reference.clear()
-        self.addCleanup(timing._reference.clear)
-
     def test_reference_measured_as_the_problem_loads(self) -> None:
         from unittest import mock
 
@@ -434,25 +430,25 @@ class BracketTest(unittest.TestCase):
         dev.l2_bytes = lambda: 50 << 20
         with mock.patch.object(timing.torch, "empty", return_value="flush"):
             timing.reference_bracket(dev)
-        self.assertAlmostEqual(timing._reference["cuda:0"], 0.0014)
+        self.assertAlmostEqual(dev.reference_bracket_ms, 0.0014)
         self.assertEqual(dev.spins, [(timing.REFERENCE_SPIN_MS, "flush")] * timing.BRACKET_PAIRS)
         # A failed measurement leaves no reference, not an old one.
         with mock.patch.object(timing.torch, "empty", side_effect=RuntimeError("out of memory")):
             timing.reference_bracket(dev)
-        self.assertNotIn("cuda:0", timing._reference)
+        self.assertIsNone(dev.reference_bracket_ms)
 
     def test_at_most_the_reference_measured_before_any_candidate(self) -> None:
         from kagent_harness import timing
 
         # Work a candidate left running lengthens every pair measured after
         # its timing; the span measured as the problem loaded bounds it.
-        timing._reference["cuda:0"] = 0.0013
-        t = self._timer(self.FakeCUDA([0.008] * timing.BRACKET_PAIRS), 0.25)
-        self.assertAlmostEqual(t.events_bracket(), 0.0013)
+        dev = self.FakeCUDA([0.008] * timing.BRACKET_PAIRS)
+        dev.reference_bracket_ms = 0.0013
+        self.assertAlmostEqual(self._timer(dev, 0.25).events_bracket(), 0.0013)
         # A reference caught by something else does not raise a timing's own.
-        timing._reference["cuda:0"] = 0.5
-        t = self._timer(self.FakeCUDA([0.0012] * timing.BRACKET_PAIRS), 0.25)
-        self.assertAlmostEqual(t.events_bracket(), 0.0012)
+        dev = self.FakeCUDA([0.0012] * timing.BRACKET_PAIRS)
+        dev.reference_bracket_ms = 0.5
+        self.assertAlmostEqual(self._timer(dev, 0.25).events_bracket(), 0.0012)
 
     def test_least_of_pairs_after_the_same_spin(self) -> None:
         from kagent_harness import timing
