@@ -41,24 +41,10 @@ spin of the calls after it. Without a spin kernel (xpu, a torch without
 ``torch.cuda._sleep``) the flush alone is ahead of the start event, and a call
 whose host time is not well below its device time is host-bound.
 
-The events' own span (NVIDIA with the hold, device clock): two events
-recorded back to back with nothing between them, after the same hold and
-flush as a timed call, span about 1.3 us on an H200, and a timed call's span
-holds the same cost (the first launch after the start event, the end event
-after the last kernel). The judge measures it in its own process after the
-timed calls: the least span of ``BRACKET_PAIRS`` pairs (work of another
-process can only lengthen a pair), and at most the span the worker measured
-as it loaded the problem, before any candidate's process existed
-(``reference_bracket``), so work a candidate leaves running cannot enlarge
-it; above ``BRACKET_MAX_MS`` nothing is subtracted. It is subtracted from
-every call's span, down to ``MIN_CALL_MS`` (timing_stats.py), for the
-candidate and the baselines alike; ``event_median_ms`` keeps the median span
-as measured and ``bracket_ms`` what was subtracted. Measured against Nsight
-Compute's ``gpu__time_duration`` on an H200
-(docs/results/2026-12-04-timing-and-sweep, with the median of the pairs): at
-25 us the events alone read 3.8% above ncu, less their span 1.4% below it
-(and 3.1-3.5% below ncu's median over three processes, whose own profiles
-spread 5%); from 44 us up within 1.2%. The checks (recheck, host, tail,
+On NVIDIA, behind the hold, the events' own span (about 1.3 us on an H200)
+is subtracted from every call's span, for the candidate and the baselines
+alike (bracket.py); ``event_median_ms`` keeps the median span as measured,
+``bracket_ms`` what was subtracted, and the checks (recheck, host, tail,
 unseen inputs, the remote bounds) use the spans as measured.
 
 The host time of each timed call (start event to end event, no synchronize)
@@ -77,7 +63,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from . import failures as F
-from . import kernel_clock
+from . import bracket, kernel_clock
 from .device import Device, clone_all, nbytes, perf_counter, tensors_in
 from .failures import CheckFailure, classify, describe
 from .guard import Guard
@@ -111,48 +97,6 @@ LATE_WINDOW = 20
 LATE_SHARE = 0.1
 # The spin ahead of an unseen-input call (ms).
 UNSEEN_SPIN_MS = 0.5
-# Pairs of events recorded with nothing between them (events_bracket), and
-# the longest events' own span believed (about 1.3 us on an H200): a longer
-# one means something else ran on the device between the pair's events.
-BRACKET_PAIRS = 21
-BRACKET_MAX_MS = 0.01
-# The spin ahead of each pair of the reference bracket (reference_bracket).
-REFERENCE_SPIN_MS = 0.2
-
-
-def least_pair(dev: Device, spin_ms: float, flush: Optional[torch.Tensor]) -> float:
-    """The least span (ms) of BRACKET_PAIRS pairs of events recorded with
-    nothing between them, each pair after a spin of ``spin_ms`` and the L2
-    flush, as a timed call is."""
-    spans = []
-    for _ in range(BRACKET_PAIRS):
-        dev.spin(spin_ms, flush)
-        a, b = dev.event(), dev.event()
-        dev.record(a)
-        dev.record(b)
-        dev.tail_ms(b)
-        spans.append(dev.elapsed_ms(a, b))
-    return min(spans)
-
-
-def reference_bracket(dev: Device) -> None:
-    """Measure the events' own span while no candidate's process exists in
-    this worker (the worker calls it as it loads a problem, its runners
-    gone): every later timing subtracts at most this much, so work a
-    candidate leaves running while the judge measures after its timing
-    cannot make its subtraction larger. Best effort: without a reference a
-    timing's own measurement stands alone."""
-    dev.reference_bracket_ms = None
-    if not dev.holds:
-        return
-    try:
-        flush = torch.empty(max(1, flush_bytes(dev) // 4), dtype=torch.int32, device=dev.torch_device)
-        dev.reference_bracket_ms = least_pair(dev, REFERENCE_SPIN_MS, flush)
-        del flush
-    except Exception:  # noqa: BLE001 - a diagnostic measurement; timings measure their own
-        dev.reference_bracket_ms = None
-
-
 class _InputSet:
     """Inputs of timed calls: a stored draw itself (``pristine`` is None) or a
     copy of one that ``restore`` refills from the stored draw."""
@@ -365,29 +309,15 @@ class _Timer:
             self.clock_note = why
 
     def events_bracket(self, spin_ms: Optional[float] = None) -> float:
-        """The events' own span (see the module doc), measured here, in the
-        judge's process: the least over BRACKET_PAIRS of two events recorded
-        with nothing between them, each pair after a spin of ``spin_ms``
-        (default: this timer's) and the L2 flush, as a timed call is, and
-        at most the worker's reference (reference_bracket). 0 where
-        the times are not corrected: no hold ahead of the calls (ROCm, xpu,
-        cpu, or no hold kernel: the correction was measured on NVIDIA with
-        the hold, and without a spin the host's launch time would be in the
-        span), the profiler's spans in place of the events, or a least span above BRACKET_MAX_MS (the
-        device was not idle; ``bracket_note`` says so)."""
-        dev = self.dev
-        spin = self.spin_ms if spin_ms is None else spin_ms
-        if not (dev.holds and spin > 0 and not self.event_times):
+        """The events' own span to subtract from this timer's calls
+        (bracket.subtracted), measured behind a spin of ``spin_ms`` (default:
+        this timer's) and the L2 flush; 0, with ``bracket_note`` saying why
+        where there is one, when nothing is subtracted. The profiler's spans
+        in place of the events have no such span."""
+        if self.event_times:
             return 0.0
-        least = least_pair(dev, spin, self.flush)
-        ref = dev.reference_bracket_ms
-        if ref is not None:
-            least = min(least, ref)
-        if least > BRACKET_MAX_MS:
-            self.bracket_note = (f"the events' own span was not subtracted: two events with nothing between them "
-                                 f"took at least {least * 1e3:.1f} us (limit {BRACKET_MAX_MS * 1e3:.0f} us)")
-            return 0.0
-        return least
+        ms, self.bracket_note = bracket.subtracted(self.dev, self.spin_ms if spin_ms is None else spin_ms, self.flush)
+        return ms
 
     def drop_clock(self) -> None:
         if self.clock is not None:
@@ -603,7 +533,7 @@ class _Timer:
             clock = f"{self.dev.type} events around each call"
             if self.bracket_ms > 0:
                 clock += (f", less the events' own span ({self.bracket_ms * 1e3:.2f} us: two events with nothing "
-                          f"between them after the same hold, the least of {BRACKET_PAIRS}, in the judge's process)")
+                          f"between them after the same hold, the least of {bracket.PAIRS}, in the judge's process)")
             elif self.bracket_note:
                 clock += f" ({self.bracket_note})"
             if self.event_times:

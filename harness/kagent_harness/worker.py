@@ -34,6 +34,7 @@ def _log(msg: str) -> None:
 # compile_ahead's answer when KAGENT_COMPILE_AHEAD is not 1.
 COMPILE_AHEAD_OFF = "off (KAGENT_COMPILE_AHEAD=1 turns it on)"
 
+
 class Worker:
     def __init__(self, channel: Channel, device: Any) -> None:
         # Imported here, after the protocol descriptors are taken.
@@ -79,9 +80,10 @@ class Worker:
         self._drop_all()
         # No candidate's process exists now: the events' own span measured
         # here bounds the one every later timing subtracts.
-        from .timing import reference_bracket
+        from .bracket import measure_reference
+        from .timing import flush_bytes
 
-        reference_bracket(self.device)
+        measure_reference(self.device, flush_bytes(self.device))
         pid = f"p{next(self._ids)}"
         problem = load_problem(req, self.device, pid)
         self.problems[pid] = problem

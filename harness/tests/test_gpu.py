@@ -67,11 +67,12 @@ class GPUTimingTest(unittest.TestCase):
     def test_eager_passes_host_check(self) -> None:
         from kagent_harness.timing import BenchParams, Target, bench
 
-        from kagent_harness import timing
+        from kagent_harness import bracket
+        from kagent_harness.timing import flush_bytes
 
-        timing.reference_bracket(self.device)  # as the worker does when it loads a problem
+        bracket.measure_reference(self.device, flush_bytes(self.device))  # as the worker does when it loads a problem
         self.assertGreater(self.device.reference_bracket_ms, 0.0)
-        self.assertLess(self.device.reference_bracket_ms, timing.BRACKET_MAX_MS)
+        self.assertLess(self.device.reference_bracket_ms, bracket.MAX_MS)
         stats = bench(self.problem, Target("eager", self.problem.model, False), BenchParams(rep_ms=20, warmup_ms=5), self.guard)
         self.assertTrue(stats["representative"])
         self.assertTrue(stats["host_check"]["passed"], stats["host_check"])

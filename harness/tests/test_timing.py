@@ -7,7 +7,7 @@ import unittest
 
 import torch
 
-from kagent_harness import timing, timing_stats
+from kagent_harness import bracket, timing, timing_stats
 from kagent_harness.timing import UNSEEN_DRAWS, BenchParams, Target, bench, compare
 from tests.helpers import TORCH2, TempFilesCase
 
@@ -384,7 +384,6 @@ class BracketTest(unittest.TestCase):
         is_gpu = True
         holds = True
         type = "cuda"
-
         torch_device = "cuda:0"
 
         def __init__(self, spans: list) -> None:
@@ -415,8 +414,6 @@ class BracketTest(unittest.TestCase):
                 raise AssertionError("something was recorded between the bracket's events")
 
     def _timer(self, dev: object, spin_ms: float) -> object:
-        from kagent_harness import timing
-
         t = timing._Timer.__new__(timing._Timer)
         t.dev, t.spin_ms, t.flush, t.event_times = dev, spin_ms, "flush", []
         return t
@@ -424,51 +421,42 @@ class BracketTest(unittest.TestCase):
     def test_reference_measured_as_the_problem_loads(self) -> None:
         from unittest import mock
 
-        from kagent_harness import timing
-
-        dev = self.FakeCUDA([0.0014] * timing.BRACKET_PAIRS)
-        dev.l2_bytes = lambda: 50 << 20
-        with mock.patch.object(timing.torch, "empty", return_value="flush"):
-            timing.reference_bracket(dev)
+        dev = self.FakeCUDA([0.0014] * bracket.PAIRS)
+        with mock.patch("torch.empty", return_value="flush"):
+            bracket.measure_reference(dev, 100 << 20)
         self.assertAlmostEqual(dev.reference_bracket_ms, 0.0014)
-        self.assertEqual(dev.spins, [(timing.REFERENCE_SPIN_MS, "flush")] * timing.BRACKET_PAIRS)
+        self.assertEqual(dev.spins, [(bracket.REFERENCE_SPIN_MS, "flush")] * bracket.PAIRS)
         # A failed measurement leaves no reference, not an old one.
-        with mock.patch.object(timing.torch, "empty", side_effect=RuntimeError("out of memory")):
-            timing.reference_bracket(dev)
+        with mock.patch("torch.empty", side_effect=RuntimeError("out of memory")):
+            bracket.measure_reference(dev, 100 << 20)
         self.assertIsNone(dev.reference_bracket_ms)
 
     def test_at_most_the_reference_measured_before_any_candidate(self) -> None:
-        from kagent_harness import timing
-
         # Work a candidate left running lengthens every pair measured after
         # its timing; the span measured as the problem loaded bounds it.
-        dev = self.FakeCUDA([0.008] * timing.BRACKET_PAIRS)
+        dev = self.FakeCUDA([0.008] * bracket.PAIRS)
         dev.reference_bracket_ms = 0.0013
         self.assertAlmostEqual(self._timer(dev, 0.25).events_bracket(), 0.0013)
         # A reference caught by something else does not raise a timing's own.
-        dev = self.FakeCUDA([0.0012] * timing.BRACKET_PAIRS)
+        dev = self.FakeCUDA([0.0012] * bracket.PAIRS)
         dev.reference_bracket_ms = 0.5
         self.assertAlmostEqual(self._timer(dev, 0.25).events_bracket(), 0.0012)
 
     def test_least_of_pairs_after_the_same_spin(self) -> None:
-        from kagent_harness import timing
-
         # Work of another process (a candidate's, left running) can only
         # lengthen a pair: all but one pair lengthened still leaves the
         # events' own span.
-        spans = [0.5] * (timing.BRACKET_PAIRS - 2) + [0.0013, 0.0015]
+        spans = [0.5] * (bracket.PAIRS - 2) + [0.0013, 0.0015]
         dev = self.FakeCUDA(spans)
         t = self._timer(dev, 0.25)
         self.assertAlmostEqual(t.events_bracket(), 0.0013)
-        self.assertEqual(dev.spins, [(0.25, "flush")] * timing.BRACKET_PAIRS)
-        dev = self.FakeCUDA([0.0012] * timing.BRACKET_PAIRS)
+        self.assertEqual(dev.spins, [(0.25, "flush")] * bracket.PAIRS)
+        dev = self.FakeCUDA([0.0012] * bracket.PAIRS)
         self.assertAlmostEqual(self._timer(dev, 0.25).events_bracket(0.5), 0.0012)
         self.assertEqual(dev.spins[0], (0.5, "flush"))
 
     def test_nothing_subtracted_when_every_pair_is_long(self) -> None:
-        from kagent_harness import timing
-
-        t = self._timer(self.FakeCUDA([timing.BRACKET_MAX_MS * 3] * timing.BRACKET_PAIRS), 0.25)
+        t = self._timer(self.FakeCUDA([bracket.MAX_MS * 3] * bracket.PAIRS), 0.25)
         self.assertEqual(t.events_bracket(), 0.0)
         self.assertIn("not subtracted", t.bracket_note)
 
