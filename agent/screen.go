@@ -280,7 +280,6 @@ func (s *screener) summary(ids map[string]string) (*report.Screening, error) {
 	return sum, nil
 }
 
-// load reads screensFile once.
 // screened reports whether a screen of this run loaded the variant whose
 // source has this hash (its kernels were compiled there).
 func (s *screener) screened(hash string) bool {
@@ -293,6 +292,7 @@ func (s *screener) screened(hash string) bool {
 	return ok
 }
 
+// load reads screensFile once.
 func (s *screener) load() error {
 	if s.done != nil {
 		return nil
