@@ -350,15 +350,23 @@ func firstError(output string) string {
 
 // isCSVRow reports a row of ncu's CSV log: long, and already parsed, so
 // error tails keep only the messages.
-// wrapperPhases is the wrapper's phases line in output, less its prefix.
+// wrapperPhases is the wrapper's phases line in output, less its prefix, at
+// most maxPhasesLen bytes: the candidate runs in the same process and may
+// print such a line too, so it is only ever logged (quoted by slog).
 func wrapperPhases(output string) string {
 	for _, line := range strings.Split(output, "\n") {
 		if m := phasesLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			if len(m[1]) > maxPhasesLen {
+				return strings.ToValidUTF8(m[1][:maxPhasesLen], "")
+			}
 			return m[1]
 		}
 	}
 	return ""
 }
+
+// maxPhasesLen bounds the phases logged (the wrapper's own line is about 60 bytes).
+const maxPhasesLen = 200
 
 func isCSVRow(line string) bool { return strings.HasPrefix(line, `"`) }
 

@@ -350,6 +350,11 @@ func TestReplayCostAndPhases(t *testing.T) {
 	if got := wrapperPhases("kagent: profiled call done\n"); got != "" {
 		t.Errorf("wrapperPhases without the line = %q, want empty", got)
 	}
+	// The candidate shares the wrapper's process and may print a line of its
+	// own: only maxPhasesLen bytes of it are kept.
+	if got := wrapperPhases("kagent: profile phases: " + strings.Repeat("x", 10000) + "\n"); len(got) != maxPhasesLen {
+		t.Errorf("a forged phases line kept %d bytes, want %d", len(got), maxPhasesLen)
+	}
 	ls := []Launch{
 		{Values: map[string]float64{"profiler__replayer_passes": 9, "profiler__replayer_bytes_mem_backed_up.sum": 2e9}},
 		{Values: map[string]float64{"profiler__replayer_passes": 9, "profiler__replayer_bytes_mem_backed_up.sum": 3e9}},
