@@ -143,6 +143,7 @@ class Problem:
     plan: Any = None  # memplan.Plan of the stored draws (None: one draw, not planned)
     sets: int = memplan.MAX_SETS  # input buffer sets per runner (memplan.buffer_sets)
     kept: int = memplan.MAX_KEPT  # runners kept between operations (memplan.kept_runners)
+    spare: Any = None  # the next candidate's runner, started ahead (spare.Spare; set by the worker)
 
     @property
     def draws(self) -> List[Draw]:

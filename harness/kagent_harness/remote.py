@@ -203,7 +203,9 @@ def sandboxed() -> bool:
 class RunnerClient:
     """One runner process and the shared buffers the judge lent it."""
 
-    def __init__(self, device: Device) -> None:
+    def __init__(self, device: Device, wait: bool = True) -> None:
+        """Start a runner; with ``wait`` unset its hello is read by the
+        first request or ``settle`` (a spare: spare.py)."""
         self.device = device
         mine, theirs = pair()
         # The runner's hello carries its process id as the kernel states it
@@ -223,14 +225,70 @@ class RunnerClient:
         self._dirty: set = set()
         self._next = 1
         self.closed = False
+        # Replies still to read: the hello, and requests sent ahead (lend_ahead).
+        self._hello = True
+        self._ahead = 0
+        if wait:
+            self.settle()
+
+    def settle(self) -> None:
+        """Read the hello and the replies to requests sent ahead; a runner
+        that did not start, or failed one of them, is closed (CheckFailure)."""
+        if self._hello:
+            self._hello = False
+            try:
+                hello, self.pid = self.link.recv_with_sender(timeout=START_TIMEOUT_S)
+            except (LinkClosed, OSError, ValueError):
+                hello = {}
+            if "ok" not in hello:
+                err = (hello.get("error") or {}).get("message") if isinstance(hello.get("error"), dict) else ""
+                self.close()
+                raise CheckFailure(CRASH, f"the runner did not start: {err or 'no hello'}")
+        while self._ahead:
+            self._ahead -= 1
+            try:
+                reply, extra = self.link.recv(timeout=START_TIMEOUT_S)
+            except (LinkClosed, OSError, ValueError):
+                reply, extra = {}, []
+            for fd in extra:
+                os.close(fd)
+            if "ok" not in reply:
+                self.close()
+                raise CheckFailure(CRASH, "the runner failed to map the buffers lent to it ahead")
+
+    def lend_ahead(self, layout: Dict[Any, int]) -> bool:
+        """Lend device buffers of ``layout`` (slot key -> bytes) now, without
+        waiting for the runner's reply (read by ``settle``). False where one
+        cannot be made without making room (nothing is then lent)."""
+        from .shm import device_slot
+
+        made: Dict[Any, Slot] = {}
+        for key, nbytes in layout.items():
+            s = device_slot(self._next, nbytes)
+            if s is None:
+                for m in made.values():
+                    m.close()
+                return False
+            self._next += 1
+            made[key] = s
+        descs, fds = [], []
+        for s in made.values():
+            d, f = s.describe()
+            descs.append(d)
+            fds.extend(f)
         try:
-            hello, self.pid = self.link.recv_with_sender(timeout=START_TIMEOUT_S)
-        except (LinkClosed, OSError, ValueError):
-            hello = {}
-        if "ok" not in hello:
-            err = (hello.get("error") or {}).get("message") if isinstance(hello.get("error"), dict) else ""
-            self.close()
-            raise CheckFailure(CRASH, f"the runner did not start: {err or 'no hello'}")
+            self.link.send({"op": "slots", "slots": descs, "drop": []}, fds)
+        except (LinkClosed, OSError):
+            for m in made.values():
+                m.close()
+            return False
+        self._ahead += 1
+        self._slots.update(made)
+        return True
+
+    def layout(self) -> Dict[Any, int]:
+        """The buffers lent to this runner: slot key -> bytes."""
+        return {key: s.nbytes for key, s in self._slots.items()}
 
     # -- requests --
 
@@ -238,6 +296,7 @@ class RunnerClient:
                 what: str = "") -> Dict[str, Any]:
         if self.closed:
             raise CheckFailure(CRASH, "the candidate's runner is gone")
+        self.settle()
         msg = dict(payload or {})
         msg["op"] = op
         if self._dirty and op != "slots":
@@ -624,12 +683,19 @@ class RemoteCandidate:
         self.rc.close()
 
 
-def load_remote(problem: Any, path: str, source: str, entry: str, require_triton: bool) -> RemoteCandidate:
-    """Start a runner, import the candidate there and find its entry point."""
+def load_remote(problem: Any, path: str, source: str, entry: str, require_triton: bool,
+                ahead: bool = False) -> RemoteCandidate:
+    """Start a runner (or take the problem's spare, spare.py), import the
+    candidate there and find its entry point. With ``ahead`` (a
+    verification, never a timing) the next candidate's spare starts once
+    this one is imported."""
     # The device memory this judge's allocator keeps cached (from baselines
     # and earlier candidates) goes back to the device for the runner.
     problem.device.empty_cache()
-    rc = RunnerClient(problem.device)
+    spare = getattr(problem, "spare", None)
+    rc = spare.take() if spare is not None else None
+    if rc is None:
+        rc = RunnerClient(problem.device)
     try:
         reply = rc.request("load", {"source": source, "name": os.path.basename(path), "entry": entry,
                                     "require_triton": require_triton,
@@ -638,6 +704,8 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
     except BaseException:
         rc.close()
         raise
+    if ahead and spare is not None:
+        spare.start(problem.device)
     return RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
 
 

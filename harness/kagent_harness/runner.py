@@ -35,10 +35,13 @@ import math
 import os
 import random
 import sys
+import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 EXIT_TAMPER = 71
+# KAGENT_RUNNER_TRACE=1: each op's duration on stderr (scripts/verify_cost.py).
+TRACE = os.environ.get("KAGENT_RUNNER_TRACE") == "1"
 # Device memory left free when a mirror is made (else other mirrors go first),
 # and the free fraction under which a call's unused mirrors are freed first.
 MIRROR_HEADROOM = 1 << 30
@@ -383,7 +386,6 @@ class Runner:
         into its kernel's own cache. ``select`` then makes one variant the
         loaded candidate; its first call finds its kernels compiled."""
         import tempfile
-        import time
 
         from .candidate import find_entry, import_candidate
         from .failures import CheckFailure
@@ -740,6 +742,7 @@ class Runner:
             if op == "exit":
                 return 0
             handler = ops.get(op)
+            began = time.monotonic() if TRACE else 0.0
             try:
                 if handler is None:
                     raise _Failure("bad_request", f"unknown op {op!r}")
@@ -757,6 +760,8 @@ class Runner:
                         os.close(fd)
                     except OSError:
                         pass
+            if TRACE:
+                _log(f"trace op {op} {time.monotonic() - began:.4f} s")
             try:
                 self.link.send(reply)
             except LinkClosed:
@@ -780,6 +785,7 @@ def run(sock: Any, kind: str) -> int:
     from .link import Link
 
     link = Link(sock)
+    began = time.monotonic()
     try:
         runner = Runner(link, kind)
     except BaseException as exc:  # noqa: BLE001
@@ -790,4 +796,6 @@ def run(sock: Any, kind: str) -> int:
             pass
         return 70
     link.send({"ok": {"pid": os.getpid()}})
+    if TRACE:
+        _log(f"trace start {time.monotonic() - began:.4f} s")
     return runner.serve()

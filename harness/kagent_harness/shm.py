@@ -174,6 +174,20 @@ def new_slot(sid: int, nbytes: int, cuda: bool) -> Any:
     return Slot(sid, nbytes, lock=cuda)
 
 
+def device_slot(sid: int, nbytes: int) -> Optional["DeviceSlot"]:
+    """A device slot where device buffers are on and one can be made now,
+    else None: nothing is closed to make room, nothing is turned off (a
+    spare's buffers, lent ahead: spare.py)."""
+    from . import devbuf
+
+    if not devbuf.enabled() or _device_slots_failed:
+        return None
+    try:
+        return DeviceSlot(sid, nbytes)
+    except (devbuf.DriverError, OSError, RuntimeError):
+        return None
+
+
 def _device_slots_off(exc: BaseException) -> None:
     import sys
 

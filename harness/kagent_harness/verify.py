@@ -149,7 +149,7 @@ def _load_isolated(
     from .remote import load_remote
 
     base = os.path.basename(path)
-    cand = load_remote(problem, path, source, entry, require_triton)
+    cand = load_remote(problem, path, source, entry, require_triton, ahead=rec is not None)
     try:
         if rec is not None:
             rec.ok(F.IMPORT, f"imported {base} in its own process")

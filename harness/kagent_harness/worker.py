@@ -86,6 +86,9 @@ class Worker:
         measure_reference(self.device, flush_bytes(self.device))
         pid = f"p{next(self._ids)}"
         problem = load_problem(req, self.device, pid)
+        from .spare import Spare
+
+        problem.spare = Spare()
         self.problems[pid] = problem
         self.guard.expect_tf32(problem.tf32)
         # Threads the reference's module started are the user's, not a candidate's.
@@ -116,6 +119,8 @@ class Worker:
         problem = self._problem(req)
         pid = problem.id
         del self.problems[pid]
+        if problem.spare is not None:
+            problem.spare.drop()
         self.guard.unwatch(f"problem {pid}:")
         for key in [k for k in self.candidates if k[0] == pid]:
             self._drop(key)
@@ -155,6 +160,12 @@ class Worker:
 
         if need <= 0 or self.device.free_memory() >= need:
             return
+        # Spares go first: nothing depends on them.
+        if self._spares("drop"):
+            gc.collect()
+            self.device.empty_cache()
+            if self.device.free_memory() >= need:
+                return
         for key in [k for k in self.candidates if k not in keep]:
             self._drop(key)
             gc.collect()
@@ -168,12 +179,23 @@ class Worker:
         """Close every kept candidate's runner and return the memory."""
         import gc
 
-        if not self.candidates:
+        if not self.candidates and not self._spares("drop"):
             return
         for key in list(self.candidates):
             self._drop(key)
         gc.collect()
         self.device.empty_cache()
+
+    def _spares(self, action: str) -> int:
+        """``drop`` or ``settle`` every problem's spare runner (spare.py);
+        how many there were."""
+        n = 0
+        for problem in getattr(self, "problems", {}).values():
+            spare = problem.spare
+            if spare is not None and spare.rc is not None:
+                n += 1
+                getattr(spare, action)()
+        return n
 
     def _need(self, problem: Any, op: str) -> int:
         """Device memory an operation on ``problem`` needs free (memplan)."""
@@ -215,6 +237,7 @@ class Worker:
         for key in keys:
             if key is not None:
                 self._drop(key)
+        self._spares("drop")
         gc.collect()
         self.device.empty_cache()
 
@@ -231,6 +254,14 @@ class Worker:
             "free_bytes": dev.free_memory(),
             "tensors": tensor_bytes_alive(),
             "candidates": len(self.candidates),
+            "spares": sum(1 for p in self.problems.values() if p.spare is not None and p.spare.rc is not None),
+            # Process ids (in the runner server's namespace) of the kept
+            # candidates' runners, by file name, and of the spares: which
+            # process a candidate ran in.
+            "runner_pids": [[os.path.basename(k[1]), int(getattr(getattr(c, "rc", None), "inner_pid", 0))]
+                            for k, c in self.candidates.items()],
+            "spare_pids": [int(p.spare.rc.inner_pid) for p in self.problems.values()
+                           if p.spare is not None and p.spare.rc is not None],
             "problems": len(self.problems),
             "slot_bytes": sum(int(getattr(c, "slot_bytes", lambda: 0)()) for c in self.candidates.values()),
         }
@@ -299,6 +330,7 @@ class Worker:
         except ValueError as exc:
             raise RequestError("bad_request", str(exc)) from None
         self._make_room(self._need(problem, "verify"))
+        self._spares("settle")  # screening times the variants
         with self._active():
             return screen(problem, paths, {**req, "require_triton": _require_triton(req)})
 
@@ -345,6 +377,8 @@ class Worker:
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
         self._drop(key)
         self._make_room(self._need(problem, "verify"))
+        if problem.spare is not None:
+            problem.spare.need = self._need(problem, "verify")
         others = bool(self.candidates)
         result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), others)
         if str(result.get("failure") or "") == OOM and others:
@@ -357,6 +391,9 @@ class Worker:
         if cand is not None:
             self.candidates[key] = cand
             self._keep(problem, key)
+            rc = getattr(cand, "rc", None)
+            if rc is not None and problem.spare is not None and result.get("passed"):
+                problem.spare.record(rc)
         return result
 
     def _verify_once(self, key: Any, run: Callable[[], Tuple[Dict[str, Any], Any]],
@@ -433,7 +470,9 @@ class Worker:
 
     def _timing(self, problem: Any, keys: Tuple[Any, ...], run: Callable[[], Dict[str, Any]]) -> Dict[str, Any]:
         """Run a timing op; where it runs out of device memory while other
-        kept runners hold memory, close them all and run it once more."""
+        kept runners hold memory, close them all and run it once more. A
+        spare runner has answered all it was sent before anything is timed."""
+        self._spares("settle")
         others = any(k not in keys for k in self.candidates)
         for attempt in range(2):
             try:

@@ -58,6 +58,9 @@ var envAllow = []string{
 	"KAGENT_TIMING_CLOCK",
 	// A round's knob variants compiled ahead (screen.py): 0 turns it off.
 	"KAGENT_COMPILE_AHEAD",
+	// The next candidate's runner started during a verification (spare.py):
+	// 0 turns it off, 1 on (default: on for GPUs).
+	"KAGENT_SPARE_RUNNER",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.

@@ -1,0 +1,121 @@
+"""A runner started ahead of the next candidate: the spare.
+
+Every candidate gets a runner of its own, and starting one costs time no
+kernel spends: the fork, the sandbox, CUDA's context (about 0.05 s on an
+H200) and, with device buffers, mapping the buffers the judge lends it
+(about 0.12 s for a 6.4 GB problem). A tune run verifies one variant after
+another, so the judge starts the next candidate's runner while it verifies
+the current one: the spare starts and maps its buffers in its own process,
+and the next verification takes it ready.
+
+What makes this safe:
+- A spare is a fresh process from the same fork server, with no candidate
+  code in it until the verification that takes it sends the candidate; the
+  buffers it is lent are new allocations, empty, keyed and sized as the
+  problem's last candidate used them (``record``).
+- It starts only during a verification, never during a timing: every timing
+  first waits until the spare has answered all it was sent (``settle``), so
+  nothing of it runs on the device while a kernel is timed.
+- It is started only where the device keeps verification's working memory
+  free besides the spare's buffers, and the worker closes it first whenever
+  it makes room; buffers are lent ahead only where they are device buffers
+  (host buffers are page-locked, which costs the judge's own time).
+- A spare of another problem, or one that failed to start, is closed, and
+  the candidate gets a runner started for it, as before.
+
+``KAGENT_SPARE_RUNNER=0`` turns spares off, ``1`` on; by default they are on
+for GPUs and off for the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
+
+# Free device memory kept on top of verification's working memory and the
+# spare's buffers when a spare is started.
+HEADROOM = 1 << 30
+
+
+def enabled(device: Any) -> bool:
+    """KAGENT_SPARE_RUNNER, else on for GPUs."""
+    v = os.environ.get("KAGENT_SPARE_RUNNER", "")
+    if v in ("0", "1"):
+        return v == "1"
+    return bool(getattr(device, "is_gpu", False))
+
+
+class Spare:
+    """One problem's spare runner and the buffer layout its candidates used."""
+
+    def __init__(self) -> None:
+        self.rc: Any = None
+        # Slot key -> bytes, as the problem's candidates' runners made them.
+        self.layout: Dict[Any, int] = {}
+        # Device memory a verification needs free (set by the worker).
+        self.need = 0
+        self.started = 0
+        self.taken = 0
+
+    def record(self, rc: Any) -> None:
+        """Remember the buffers a verified candidate's runner was lent."""
+        for key, nbytes in rc.layout().items():
+            self.layout[key] = max(nbytes, self.layout.get(key, 0))
+
+    def take(self) -> Optional[Any]:
+        """The spare, ready (its start and lent buffers answered), or None."""
+        rc, self.rc = self.rc, None
+        if rc is None:
+            return None
+        try:
+            rc.settle()
+        except Exception:  # noqa: BLE001 - a spare that failed is only closed
+            rc.close()
+            return None
+        self.taken += 1
+        return rc
+
+    def start(self, device: Any) -> None:
+        """Start the next spare (during a verification), with the layout's
+        buffers lent where they are device buffers and the memory allows."""
+        from .failures import CheckFailure
+        from .remote import RunnerClient
+
+        if self.rc is not None or not enabled(device):
+            return
+        lend = self._lendable(device)
+        try:
+            rc = RunnerClient(device, wait=False)
+        except (CheckFailure, OSError):
+            return
+        if lend and not rc.lend_ahead(lend):
+            rc.close()
+            return
+        self.rc = rc
+        self.started += 1
+
+    def _lendable(self, device: Any) -> Dict[Any, int]:
+        from . import devbuf
+
+        if not self.layout or not getattr(device, "is_cuda", False) or not devbuf.enabled():
+            return {}
+        total = sum(self.layout.values())
+        if device.free_memory() < self.need + total + HEADROOM:
+            return {}
+        return dict(self.layout)
+
+    def settle(self) -> None:
+        """Wait until the spare has answered everything it was sent; one
+        that failed is closed."""
+        if self.rc is None:
+            return
+        try:
+            self.rc.settle()
+        except Exception:  # noqa: BLE001
+            self.drop()
+
+    def drop(self) -> None:
+        """Close the spare (its process and buffers)."""
+        rc, self.rc = self.rc, None
+        if rc is not None:
+            rc.close()

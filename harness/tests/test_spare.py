@@ -1,0 +1,228 @@
+"""The spare runner (spare.py): the next candidate's runner started during a
+verification, taken ready by the next one, settled before every timing,
+closed first when memory is short, and never a process a candidate ran in."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import unittest
+from typing import Any, Dict, List
+from unittest import mock
+
+from kagent_harness import spare as sp
+from kagent_harness.failures import CheckFailure
+from tests.worker_client import TESTDATA_DIR, WorkerClient
+
+SEEDS = [5, 6, 424242]
+
+
+class FakeRC:
+    """A runner client that records what was asked of it."""
+
+    def __init__(self, fail_settle: bool = False, slots: Dict[Any, int] = None) -> None:
+        self.fail_settle = fail_settle
+        self.closed = False
+        self.settled = 0
+        self.slots = dict(slots or {})
+
+    def settle(self) -> None:
+        self.settled += 1
+        if self.fail_settle:
+            raise CheckFailure("crash", "the runner did not start")
+
+    def close(self) -> None:
+        self.closed = True
+
+    def layout(self) -> Dict[Any, int]:
+        return dict(self.slots)
+
+
+class FakeDevice:
+    is_gpu = True
+    is_cuda = False
+
+    def __init__(self, free: int = 1 << 40) -> None:
+        self.free = free
+
+    def free_memory(self) -> int:
+        return self.free
+
+
+class SpareUnitTest(unittest.TestCase):
+    def test_take_settles_and_hands_over_once(self) -> None:
+        s = sp.Spare()
+        self.assertIsNone(s.take(), "no spare started")
+        rc = FakeRC()
+        s.rc = rc
+        self.assertIs(s.take(), rc)
+        self.assertEqual(rc.settled, 1, "taken only once it answered its start")
+        self.assertIsNone(s.take(), "a spare is handed over once")
+        self.assertEqual(s.taken, 1)
+
+    def test_a_spare_that_failed_is_closed_not_handed_over(self) -> None:
+        s = sp.Spare()
+        rc = FakeRC(fail_settle=True)
+        s.rc = rc
+        self.assertIsNone(s.take())
+        self.assertTrue(rc.closed)
+        rc2 = FakeRC(fail_settle=True)
+        s.rc = rc2
+        s.settle()
+        self.assertTrue(rc2.closed, "a spare that fails to settle before a timing is closed")
+        self.assertIsNone(s.rc)
+
+    def test_layout_keeps_the_largest_size_of_each_buffer(self) -> None:
+        s = sp.Spare()
+        s.record(FakeRC(slots={"a": 10, "b": 5}))
+        s.record(FakeRC(slots={"a": 7, "c": 1}))
+        self.assertEqual(s.layout, {"a": 10, "b": 5, "c": 1})
+
+    def test_switch(self) -> None:
+        with mock.patch.dict(os.environ, {"KAGENT_SPARE_RUNNER": ""}):
+            self.assertTrue(sp.enabled(FakeDevice()), "on for GPUs by default")
+            cpu = FakeDevice()
+            cpu.is_gpu = False
+            self.assertFalse(sp.enabled(cpu), "off for the CPU by default")
+        with mock.patch.dict(os.environ, {"KAGENT_SPARE_RUNNER": "0"}):
+            self.assertFalse(sp.enabled(FakeDevice()))
+            s = sp.Spare()
+            s.start(FakeDevice())
+            self.assertIsNone(s.rc, "KAGENT_SPARE_RUNNER=0 starts no spare")
+
+    def test_buffers_are_lent_ahead_only_on_a_device_with_room(self) -> None:
+        s = sp.Spare()
+        s.layout = {"in": 4 << 30, "out": 4 << 30}
+        s.need = 10 << 30
+        cuda = FakeDevice(free=100 << 30)
+        cuda.is_cuda = True
+        with mock.patch("kagent_harness.devbuf.enabled", return_value=True):
+            self.assertEqual(s._lendable(cuda), s.layout)
+            cuda.free = (10 + 8) << 30  # the spare's buffers, no headroom
+            self.assertEqual(s._lendable(cuda), {}, "verification's working memory comes first")
+        with mock.patch("kagent_harness.devbuf.enabled", return_value=False):
+            cuda.free = 100 << 30
+            self.assertEqual(s._lendable(cuda), {}, "host buffers are never lent ahead")
+
+
+def _write(folder: str, name: str, body: str) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(body))
+    return path
+
+
+class LendAheadTest(unittest.TestCase):
+    """A runner started without waiting, lent buffers ahead (host slots
+    standing in for device buffers): the replies are read by settle, and
+    the lent buffer is the one the runner is then asked to use."""
+
+    def test_lent_buffers_are_used_without_a_second_allocation(self) -> None:
+        from kagent_harness import shm
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RunnerClient
+
+        with mock.patch.object(shm, "device_slot", lambda sid, n: shm.Slot(sid, n, lock=False)):
+            rc = RunnerClient(Device("cpu"), wait=False)
+            self.addCleanup(rc.close)
+            self.assertTrue(rc.lend_ahead({("t", "main", 0, "in", 0): 4096, ("t", "main", "out", 0): 1024}))
+            rc.settle()
+            self.assertGreater(rc.pid, 0, "the hello was read")
+            lent = rc._slots[("t", "main", 0, "in", 0)]
+            self.assertIs(rc.slot(("t", "main", 0, "in", 0), 4096), lent)
+            self.assertEqual(rc.layout(), {("t", "main", 0, "in", 0): 4096, ("t", "main", "out", 0): 1024})
+            self.assertEqual(rc.request("ping"), rc.request("ping"))
+
+    def test_a_buffer_that_cannot_be_made_lends_nothing(self) -> None:
+        from kagent_harness import shm
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RunnerClient
+
+        made = []
+
+        def one_then_none(sid: int, n: int):
+            if made:
+                return None
+            made.append(shm.Slot(sid, n, lock=False))
+            return made[0]
+
+        with mock.patch.object(shm, "device_slot", one_then_none):
+            rc = RunnerClient(Device("cpu"), wait=False)
+            self.addCleanup(rc.close)
+            self.assertFalse(rc.lend_ahead({"a": 4096, "b": 4096}))
+            self.assertEqual(rc.layout(), {})
+            rc.settle()
+
+
+class SpareWorkerTest(unittest.TestCase):
+    """A real worker on the CPU with spares on (they are off there by default)."""
+
+    def _worker(self, on: str = "1") -> WorkerClient:
+        w = WorkerClient(env={"KAGENT_SPARE_RUNNER": on})
+        self.addCleanup(w.close)
+        w.start()
+        return w
+
+    def _load(self, w: WorkerClient) -> str:
+        r = w.request("load_problem", problem_path=os.path.join(TESTDATA_DIR, "problems", "add_relu", "problem.py"),
+                      seeds=SEEDS)
+        self.assertTrue(r["ok"], r)
+        return r["result"]["problem_id"]
+
+    def _memory(self, w: WorkerClient) -> Dict[str, Any]:
+        r = w.request("memory")
+        self.assertTrue(r["ok"], r)
+        return r["result"]
+
+    def test_each_candidate_runs_in_a_process_no_candidate_ran_in(self) -> None:
+        w = self._worker()
+        pid = self._load(w)
+        cpu = os.path.join(TESTDATA_DIR, "candidates", "cpu")
+        paths = [os.path.join(cpu, n) for n in ("add_relu_ok.py", "wrong_values.py", "add_relu_modelnew_ok.py",
+                                                "raises_exception.py")]
+        verdicts: List[Dict[str, Any]] = []
+        seen: set = set()  # every runner process so far
+        spare = 0
+        for path in paths:
+            v = w.request("verify", problem_id=pid, candidate_path=path, require_triton=False)
+            self.assertTrue(v["ok"], v)
+            verdicts.append(v["result"])
+            mem = self._memory(w)
+            name = os.path.basename(path)
+            self.assertEqual(mem["spares"], 1, f"a spare waits after verifying {name}")
+            # A rejected candidate's runner is not kept: its process is the
+            # spare it took, already seen.
+            ran = dict(mem["runner_pids"]).get(name, spare if not v["result"]["passed"] else None)
+            self.assertTrue(ran, mem)
+            if spare:
+                self.assertEqual(ran, spare, f"{name} ran in the spare started during the last verification")
+            [spare] = mem["spare_pids"]
+            self.assertTrue(spare, mem)
+            self.assertNotIn(spare, seen | {ran}, "a spare is a new process, never one a candidate ran in")
+            seen |= {p for p in (ran, spare) if p}
+        self.assertTrue(verdicts[0]["passed"], verdicts[0])
+        self.assertFalse(verdicts[1]["passed"], "a wrong kernel verified in a spare is still rejected")
+        self.assertEqual(verdicts[1]["failure"], "correctness")
+        self.assertTrue(verdicts[2]["passed"], verdicts[2])
+        self.assertFalse(verdicts[3]["passed"])
+        self.assertNotEqual(verdicts[3]["failure"], "static", "rejected after its import, in the spare")
+        # Timing after a verification: the spare is settled first, and kept.
+        b = w.request("bench", problem_id=pid, target="kernel", candidate_path=paths[0], warmup_ms=1, rep_ms=5)
+        self.assertTrue(b["ok"], b)
+        self.assertGreater(b["result"]["median_ms"], 0)
+        self.assertEqual(self._memory(w)["spare_pids"], [spare])
+        # Unloading the problem closes its spare.
+        self.assertTrue(w.request("unload_problem", problem_id=pid)["ok"])
+        self.assertEqual(self._memory(w)["spares"], 0)
+
+    def test_off(self) -> None:
+        w = self._worker("0")
+        pid = self._load(w)
+        v = w.request("verify", problem_id=pid, require_triton=False,
+                      candidate_path=os.path.join(TESTDATA_DIR, "candidates", "cpu", "add_relu_ok.py"))
+        self.assertTrue(v["ok"] and v["result"]["passed"], v)
+        self.assertEqual(self._memory(w)["spares"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
