@@ -12,7 +12,7 @@ copy's verify and bench wall time with the verdict's phases, the runner
 requests as the judge waited for them (start, close and each op, wrapped
 before the judge's guard takes its baseline: a profiler hook would be
 reported as tampering) and the same ops as the runner spent them
-(KAGENT_RUNNER_TRACE): the difference is the link, the rest of a phase is
+(KAGENT_TRACE): the difference is the link, the rest of a phase is
 the judge's own work.
 """
 
@@ -38,7 +38,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=4)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    os.environ["KAGENT_RUNNER_TRACE"] = "1"
+    os.environ["KAGENT_TRACE"] = "1"
     trace_r, trace_w = os.pipe()
     os.set_blocking(trace_r, False)
     saved_err = os.dup(2)

@@ -16,10 +16,11 @@ What makes this safe:
 - It starts only during a verification, never during a timing: every timing
   first waits until the spare has answered all it was sent (``settle``), so
   nothing of it runs on the device while a kernel is timed.
-- It is started only where the device keeps verification's working memory
-  free besides the spare's buffers, and the worker closes it first whenever
-  it makes room; buffers are lent ahead only where they are device buffers
-  (host buffers are page-locked, which costs the judge's own time).
+- Buffers are lent ahead only where they are device buffers (host buffers
+  are page-locked, which costs the judge's own time), take a small share of
+  the device (``LEND_SHARE``) and leave verification's working memory free.
+  Where the worker makes room it closes a spare holding lent buffers first,
+  one without them (little beyond its CUDA context) last.
 - A spare of another problem, or one that failed to start, is closed, and
   the candidate gets a runner started for it, as before.
 
@@ -35,6 +36,11 @@ from typing import Any, Dict, Optional
 # Free device memory kept on top of verification's working memory and the
 # spare's buffers when a spare is started.
 HEADROOM = 1 << 30
+# Buffers are lent ahead only where together they take at most this share of
+# the device: larger ones would be closed again to make room for the next
+# verification (on an H200 a 6.4 GB problem's spare, lent its 13 GB, was
+# closed before every verification and cost more than it saved).
+LEND_SHARE = 0.05
 
 
 def enabled(device: Any) -> bool:
@@ -101,6 +107,8 @@ class Spare:
             return {}
         total = sum(self.layout.values())
         if device.free_memory() < self.need + total + HEADROOM:
+            return {}
+        if total > LEND_SHARE * int(device.info().get("total_memory") or 0):
             return {}
         return dict(self.layout)
 

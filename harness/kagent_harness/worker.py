@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import traceback
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
@@ -160,20 +161,29 @@ class Worker:
 
         if need <= 0 or self.device.free_memory() >= need:
             return
-        # Spares go first: nothing depends on them.
-        if self._spares("drop"):
+        began = time.monotonic()
+        try:
+            # Spares holding buffers lent ahead go first; a spare without
+            # them holds little beyond its CUDA context and goes last.
+            if self._spares("drop", lent=True):
+                gc.collect()
+                self.device.empty_cache()
+                if self.device.free_memory() >= need:
+                    return
+            for key in [k for k in self.candidates if k not in keep]:
+                self._drop(key)
+                gc.collect()
+                self.device.empty_cache()
+                if self.device.free_memory() >= need:
+                    return
+            if self._spares("drop"):
+                self.device.empty_cache()
+                if self.device.free_memory() >= need:
+                    return
             gc.collect()
             self.device.empty_cache()
-            if self.device.free_memory() >= need:
-                return
-        for key in [k for k in self.candidates if k not in keep]:
-            self._drop(key)
-            gc.collect()
-            self.device.empty_cache()
-            if self.device.free_memory() >= need:
-                return
-        gc.collect()
-        self.device.empty_cache()
+        finally:
+            _trace(f"make_room {time.monotonic() - began:.4f} s")
 
     def _drop_all(self) -> None:
         """Close every kept candidate's runner and return the memory."""
@@ -186,13 +196,13 @@ class Worker:
         gc.collect()
         self.device.empty_cache()
 
-    def _spares(self, action: str) -> int:
-        """``drop`` or ``settle`` every problem's spare runner (spare.py);
-        how many there were."""
+    def _spares(self, action: str, lent: bool = False) -> int:
+        """``drop`` or ``settle`` every problem's spare runner (spare.py),
+        with ``lent`` only those holding buffers lent ahead; how many."""
         n = 0
         for problem in getattr(self, "problems", {}).values():
             spare = problem.spare
-            if spare is not None and spare.rc is not None:
+            if spare is not None and spare.rc is not None and (not lent or spare.rc.layout()):
                 n += 1
                 getattr(spare, action)()
         return n
@@ -536,6 +546,7 @@ class Worker:
         handler = handlers.get(str(op))
         if handler is None:
             return error(rid, "bad_request", f"unknown op {op!r}"), None
+        began = time.monotonic()
         try:
             result = handler(req)
         except RequestError as exc:
@@ -554,6 +565,8 @@ class Worker:
                 fatal = True
                 kind = "cuda_error"
             return error(rid, kind, f"{op}: {describe(exc)}", fatal), (EXIT_FATAL if fatal else None)
+        finally:
+            _trace(f"op {op} {time.monotonic() - began:.4f} s")
         if isinstance(result, dict) and result.get("fatal"):
             # A fatal verdict (tamper, CUDA error) is an error reply, like every
             # fatal outcome, with the checks attached; the worker then exits.
@@ -573,6 +586,12 @@ class Worker:
             self.channel.send(reply)
             if exit_code is not None:
                 return exit_code
+
+
+def _trace(msg: str) -> None:
+    """A step's duration on stderr with KAGENT_TRACE=1 (scripts/verify_cost.py)."""
+    if os.environ.get("KAGENT_TRACE") == "1":
+        _log(f"trace {msg}")
 
 
 def _kind_of(exc: BaseException) -> str:

@@ -42,8 +42,12 @@ class FakeDevice:
     is_gpu = True
     is_cuda = False
 
-    def __init__(self, free: int = 1 << 40) -> None:
+    def __init__(self, free: int = 1 << 40, total: int = 1 << 40) -> None:
         self.free = free
+        self.total = total
+
+    def info(self) -> Dict[str, Any]:
+        return {"total_memory": self.total}
 
     def free_memory(self) -> int:
         return self.free
@@ -100,6 +104,8 @@ class SpareUnitTest(unittest.TestCase):
             self.assertEqual(s._lendable(cuda), s.layout)
             cuda.free = (10 + 8) << 30  # the spare's buffers, no headroom
             self.assertEqual(s._lendable(cuda), {}, "verification's working memory comes first")
+            cuda.free, cuda.total = 100 << 30, 140 << 30
+            self.assertEqual(s._lendable(cuda), {}, "8 GiB of buffers is more than 5% of a 140 GiB device")
         with mock.patch("kagent_harness.devbuf.enabled", return_value=False):
             cuda.free = 100 << 30
             self.assertEqual(s._lendable(cuda), {}, "host buffers are never lent ahead")

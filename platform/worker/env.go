@@ -61,6 +61,8 @@ var envAllow = []string{
 	// The next candidate's runner started during a verification (spare.py):
 	// 0 turns it off, 1 on (default: on for GPUs).
 	"KAGENT_SPARE_RUNNER",
+	// Each op's and step's duration on stderr (scripts/verify_cost.py).
+	"KAGENT_TRACE",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.
