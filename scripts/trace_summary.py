@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Where each verification and timing went, from KAGENT_TRACE=1 logs.
+
+    python3 scripts/trace_summary.py STDERR_DIR [--skip 5] [--json FILE]
+
+STDERR_DIR is a KAGENT_WORKER_STDERR folder of a run with KAGENT_TRACE=1
+(scripts/h200-workloads.sh sweep keeps it as stderr/ in sweep-json.tgz).
+A judge's log holds one "trace op NAME S s" line per request it served, with
+its runners' "trace op ..." / "trace start ..." lines and its own
+"trace make_room ..." lines before it. For the busiest judge of the folder,
+it prints the mean of each verify, bench and compare request (after the
+first --skip of each, which load the problem and compile) and what was
+inside it: the runners' ops (r.*: the candidate's runner and the spare's
+start, which runs alongside) and the judge's room-making. What is not
+listed is the judge's own work: building inputs, comparing outputs, checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import os
+import re
+import sys
+from typing import Any, Dict, List, Tuple
+
+WORKER_OP = re.compile(r"kagent_harness: trace op (\w+) ([0-9.]+) s")
+ROOM = re.compile(r"kagent_harness: trace (make_room) ([0-9.]+) s")
+RUNNER = re.compile(r"kagent_harness\.runner: trace (?:op (\w+)|(start)) ([0-9.]+) s")
+OPS = ("verify", "bench", "compare")
+
+
+def parse(path: str) -> Dict[str, List[Tuple[float, List[Tuple[str, float]]]]]:
+    per: Dict[str, List[Tuple[float, List[Tuple[str, float]]]]] = {op: [] for op in OPS}
+    inside: List[Tuple[str, float]] = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = WORKER_OP.search(line)
+            if m:
+                if m.group(1) in per:
+                    per[m.group(1)].append((float(m.group(2)), inside))
+                inside = []
+                continue
+            m = ROOM.search(line)
+            if m:
+                inside.append((m.group(1), float(m.group(2))))
+                continue
+            m = RUNNER.search(line)
+            if m:
+                inside.append(("r." + (m.group(1) or m.group(2)), float(m.group(3))))
+    return per
+
+
+def summary(per: Dict[str, List[Tuple[float, List[Tuple[str, float]]]]], skip: int) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for op, rows in per.items():
+        rows = rows[skip:]
+        if not rows:
+            continue
+        parts: Dict[str, float] = collections.Counter()
+        for _, inside in rows:
+            for k, v in inside:
+                parts[k] += v / len(rows)
+        out[op] = {"n": len(rows), "mean_s": round(sum(r[0] for r in rows) / len(rows), 4),
+                   "inside_s": {k: round(v, 4) for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v >= 0.0005}}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("stderr_dir")
+    ap.add_argument("--skip", type=int, default=5)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    logs = glob.glob(os.path.join(a.stderr_dir, "worker-*.log"))
+    if not logs:
+        print(f"{a.stderr_dir}: no worker-*.log (KAGENT_WORKER_STDERR folder of a KAGENT_TRACE=1 run)", file=sys.stderr)
+        return 2
+    busiest = max(logs, key=lambda p: sum(len(v) for v in parse(p).values()))
+    s = summary(parse(busiest), a.skip)
+    print(f"{os.path.basename(busiest)} (the busiest judge), requests after the first {a.skip} of each:\n")
+    print("| request | n | mean s | inside it (mean s) |")
+    print("|---|--:|--:|---|")
+    for op, row in s.items():
+        inside = ", ".join(f"{k} {v:.3f}" for k, v in row["inside_s"].items())
+        print(f"| {op} | {row['n']} | {row['mean_s']:.3f} | {inside} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"log": os.path.basename(busiest), "skip": a.skip, "requests": s}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
