@@ -31,7 +31,7 @@ import torch
 from . import failures as F
 from .device import Device, tensors_in
 from .failures import CheckFailure
-from .link import Link, LinkClosed, pair
+from .link import MAX_FDS, Link, LinkClosed, pair
 from .shm import Slot, new_slot, dtype_name, span_bytes
 
 CRASH = "crash"
@@ -271,18 +271,24 @@ class RunnerClient:
                 return False
             self._next += 1
             made[key] = s
-        descs, fds = [], []
+        # One message per MAX_FDS descriptors (the link's limit), each
+        # answered in turn.
+        messages: List[Tuple[List[Dict[str, Any]], List[int]]] = [([], [])]
         for s in made.values():
             d, f = s.describe()
-            descs.append(d)
-            fds.extend(f)
+            if len(messages[-1][1]) + len(f) > MAX_FDS:
+                messages.append(([], []))
+            messages[-1][0].append(d)
+            messages[-1][1].extend(f)
         try:
-            self.link.send({"op": "slots", "slots": descs, "drop": []}, fds)
+            for descs, fds in messages:
+                self.link.send({"op": "slots", "slots": descs, "drop": []}, fds)
+                self._ahead += 1
         except (LinkClosed, OSError):
             for m in made.values():
                 m.close()
+            self.close()
             return False
-        self._ahead += 1
         self._slots.update(made)
         return True
 

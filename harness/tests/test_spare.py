@@ -139,6 +139,22 @@ class LendAheadTest(unittest.TestCase):
             self.assertEqual(rc.layout(), {("t", "main", 0, "in", 0): 4096, ("t", "main", "out", 0): 1024})
             self.assertEqual(rc.request("ping"), rc.request("ping"))
 
+    def test_more_buffers_than_one_message_carries(self) -> None:
+        from kagent_harness import shm
+        from kagent_harness.device import Device
+        from kagent_harness.link import MAX_FDS
+        from kagent_harness.remote import RunnerClient
+
+        layout = {("w", "main", f"p{i}"): 256 for i in range(MAX_FDS + 5)}
+        with mock.patch.object(shm, "device_slot", lambda sid, n: shm.Slot(sid, n, lock=False)):
+            rc = RunnerClient(Device("cpu"), wait=False)
+            self.addCleanup(rc.close)
+            self.assertTrue(rc.lend_ahead(layout))
+            self.assertEqual(rc._ahead, 2, "two messages, each answered")
+            rc.settle()
+            self.assertEqual(rc.layout(), layout)
+            rc.request("ping")
+
     def test_a_buffer_that_cannot_be_made_lends_nothing(self) -> None:
         from kagent_harness import shm
         from kagent_harness.device import Device
