@@ -118,6 +118,62 @@ def _write(folder: str, name: str, body: str) -> str:
     return path
 
 
+class MakeRoomOrderTest(unittest.TestCase):
+    """Where the judge makes room: a spare holding lent buffers goes before
+    any kept candidate, one without them after all of them."""
+
+    def worker(self, lent: bool, frees: Dict[str, int]) -> Any:
+        from collections import OrderedDict
+
+        from kagent_harness.worker import Worker
+
+        closed: List[str] = []
+
+        class Dev:
+            is_gpu = True
+
+            def empty_cache(self) -> None:
+                pass
+
+            def free_memory(self) -> int:
+                return sum(frees.get(c, 0) for c in closed)
+
+        class Closing:
+            module = None
+
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+            def close(self) -> None:
+                closed.append(self.name)
+
+        class SpareRC(FakeRC):
+            def close(self) -> None:
+                closed.append("spare")
+
+        w = Worker.__new__(Worker)
+        w.device = Dev()
+        w.candidates = OrderedDict((("p1", f"/{n}.py", "h"), Closing(n)) for n in ("old", "best"))
+        spare = sp.Spare()
+        spare.rc = SpareRC(slots={"in": 1} if lent else {})
+        w.problems = {"p1": type("P", (), {"spare": spare})()}
+        w.closed = closed
+        return w
+
+    def test_a_spare_with_lent_buffers_goes_first(self) -> None:
+        w = self.worker(lent=True, frees={"spare": 10})
+        w._make_room(10)
+        self.assertEqual(w.closed, ["spare"])
+
+    def test_a_spare_without_lent_buffers_goes_last(self) -> None:
+        w = self.worker(lent=False, frees={"old": 5, "best": 5})
+        w._make_room(10)
+        self.assertEqual(w.closed, ["old", "best"], "the spare is kept where the candidates make the room")
+        w = self.worker(lent=False, frees={"old": 5, "best": 5, "spare": 1})
+        w._make_room(11)
+        self.assertEqual(w.closed, ["old", "best", "spare"])
+
+
 class LendAheadTest(unittest.TestCase):
     """A runner started without waiting, lent buffers ahead (host slots
     standing in for device buffers): the replies are read by settle, and
