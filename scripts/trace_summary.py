@@ -13,6 +13,9 @@ first --skip of each, which load the problem and compile) and what was
 inside it: the runners' ops (r.*: the candidate's runner and the spare's
 start, which runs alongside) and the judge's room-making. What is not
 listed is the judge's own work: building inputs, comparing outputs, checks.
+The runners' lines are written by the candidates' own processes: a candidate
+could print lines of that form, so they are a diagnosis, never a measurement
+anything is decided on; the judge's lines are its own.
 """
 
 from __future__ import annotations

@@ -231,13 +231,14 @@ class RunnerClient:
         if wait:
             self.settle()
 
-    def settle(self) -> None:
-        """Read the hello and the replies to requests sent ahead; a runner
-        that did not start, or failed one of them, is closed (CheckFailure)."""
+    def settle(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Read the hello and the replies to requests sent ahead, each within
+        ``timeout`` seconds; a runner that did not start, or failed or did not
+        answer one of them, is closed (CheckFailure)."""
         if self._hello:
             self._hello = False
             try:
-                hello, self.pid = self.link.recv_with_sender(timeout=START_TIMEOUT_S)
+                hello, self.pid = self.link.recv_with_sender(timeout=timeout)
             except (LinkClosed, OSError, ValueError):
                 hello = {}
             if "ok" not in hello:
@@ -247,7 +248,7 @@ class RunnerClient:
         while self._ahead:
             self._ahead -= 1
             try:
-                reply, extra = self.link.recv(timeout=START_TIMEOUT_S)
+                reply, extra = self.link.recv(timeout=timeout)
             except (LinkClosed, OSError, ValueError):
                 reply, extra = {}, []
             for fd in extra:
@@ -355,9 +356,12 @@ class RunnerClient:
 
     def _kill(self) -> None:
         self._server.kill(self.inner_pid)
-        if self.pid > 0:
+        # Before its hello the runner's own id is unknown; outside the sandbox
+        # the server's id for it is this namespace's.
+        pid = self.pid if self.pid > 0 else (self.inner_pid if not self._server.sandboxed else 0)
+        if pid > 0:
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
 
@@ -698,18 +702,29 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
     # The device memory this judge's allocator keeps cached (from baselines
     # and earlier candidates) goes back to the device for the runner.
     problem.device.empty_cache()
+    request = {"source": source, "name": os.path.basename(path), "entry": entry, "require_triton": require_triton,
+               "tf32": problem.tf32, "dtype": dtype_name(problem.dtype) if problem.dtype is not None else ""}
+    what = f"importing {os.path.basename(path)}"
     spare = getattr(problem, "spare", None)
     rc = spare.take() if spare is not None else None
-    if rc is None:
+    reply = None
+    if rc is not None:
+        try:
+            reply = rc.request("load", request, what=what)
+        except BaseException as exc:
+            rc.close()
+            if not isinstance(exc, CheckFailure) or exc.name != F.CRASH:
+                raise
+            # The spare's process died, perhaps killed by another process of
+            # the sandbox while it waited: the candidate is loaded again in a
+            # runner started for it, so that only its own crash fails it.
+    if reply is None:
         rc = RunnerClient(problem.device)
-    try:
-        reply = rc.request("load", {"source": source, "name": os.path.basename(path), "entry": entry,
-                                    "require_triton": require_triton,
-                                    "tf32": problem.tf32, "dtype": dtype_name(problem.dtype) if problem.dtype is not None else ""},
-                           what=f"importing {os.path.basename(path)}")
-    except BaseException:
-        rc.close()
-        raise
+        try:
+            reply = rc.request("load", request, what=what)
+        except BaseException:
+            rc.close()
+            raise
     if ahead and spare is not None:
         spare.start(problem.device)
     return RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)

@@ -40,8 +40,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 EXIT_TAMPER = 71
-# KAGENT_TRACE=1: each op's duration on stderr (scripts/verify_cost.py).
-TRACE = os.environ.get("KAGENT_TRACE") == "1"
+TRACE = os.environ.get("KAGENT_TRACE") == "1"  # each op's duration on stderr (scripts/trace_summary.py)
 # Device memory left free when a mirror is made (else other mirrors go first),
 # and the free fraction under which a call's unused mirrors are freed first.
 MIRROR_HEADROOM = 1 << 30

@@ -21,8 +21,12 @@ What makes this safe:
   the device (``LEND_SHARE``) and leave verification's working memory free.
   Where the worker makes room it closes a spare holding lent buffers first,
   one without them (little beyond its CUDA context) last.
-- A spare of another problem, or one that failed to start, is closed, and
-  the candidate gets a runner started for it, as before.
+- A spare that failed to start, or does not answer within ``SPARE_WAIT_S``
+  (another process of the sandbox may stop it), is closed, and the candidate
+  gets a runner started for it, as before; one that dies while the candidate
+  is sent to it (another process may kill it) has the candidate loaded again
+  in a runner of its own (remote.load_remote), so that only the candidate's
+  own crash fails it.
 
 ``KAGENT_SPARE_RUNNER=0`` turns spares off, ``1`` on; by default they are on
 for GPUs and off for the CPU.
@@ -33,6 +37,11 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 
+# How long a verification or a timing waits for a spare that has not
+# answered yet (it starts in about 0.1 s). A spare stopped or stalled by
+# another process is then closed and a runner started as before: it can
+# delay the next candidate by this much, never decide its verdict.
+SPARE_WAIT_S = 10.0
 # Free device memory kept on top of verification's working memory and the
 # spare's buffers when a spare is started.
 HEADROOM = 1 << 30
@@ -74,7 +83,7 @@ class Spare:
         if rc is None:
             return None
         try:
-            rc.settle()
+            rc.settle(SPARE_WAIT_S)
         except Exception:  # noqa: BLE001 - a spare that failed is only closed
             rc.close()
             return None
@@ -118,7 +127,7 @@ class Spare:
         if self.rc is None:
             return
         try:
-            self.rc.settle()
+            self.rc.settle(SPARE_WAIT_S)
         except Exception:  # noqa: BLE001
             self.drop()
 

@@ -386,9 +386,10 @@ class Worker:
         )
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
         self._drop(key)
-        self._make_room(self._need(problem, "verify"))
+        need = self._need(problem, "verify")
+        self._make_room(need)
         if problem.spare is not None:
-            problem.spare.need = self._need(problem, "verify")
+            problem.spare.need = need
         others = bool(self.candidates)
         result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), others)
         if str(result.get("failure") or "") == OOM and others:

@@ -26,7 +26,7 @@ class FakeRC:
         self.settled = 0
         self.slots = dict(slots or {})
 
-    def settle(self) -> None:
+    def settle(self, timeout: float = 0.0) -> None:
         self.settled += 1
         if self.fail_settle:
             raise CheckFailure("crash", "the runner did not start")
@@ -230,6 +230,72 @@ class LendAheadTest(unittest.TestCase):
             self.assertFalse(rc.lend_ahead({"a": 4096, "b": 4096}))
             self.assertEqual(rc.layout(), {})
             rc.settle()
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    """Whether process pid ended (or is a zombie) within within_s."""
+    import time
+
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if any(line.startswith("State:") and "Z" in line.split()[1] for line in f):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class InterferedSpareTest(unittest.TestCase):
+    """Another process of the sandbox (a candidate's runner) may signal the
+    spare: a stopped one delays the next verification by SPARE_WAIT_S at
+    most, and is closed; a killed one is replaced. Neither decides a verdict."""
+
+    def test_a_stopped_spare_is_closed_after_the_wait(self) -> None:
+        import signal
+        import time
+
+        from kagent_harness import shm
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RunnerClient
+
+        with mock.patch.object(shm, "device_slot", lambda sid, n: shm.Slot(sid, n, lock=False)), \
+                mock.patch.object(sp, "SPARE_WAIT_S", 0.5):
+            rc = RunnerClient(Device("cpu"), wait=False)
+            self.addCleanup(rc.close)
+            os.kill(rc.inner_pid, signal.SIGSTOP)
+            self.assertTrue(rc.lend_ahead({"in": 4096}))  # a reply it cannot send
+            s = sp.Spare()
+            s.rc = rc
+            began = time.monotonic()
+            self.assertIsNone(s.take(), "a spare that does not answer is not handed over")
+            self.assertLess(time.monotonic() - began, 5.0)
+            self.assertTrue(rc.closed)
+            self.assertTrue(_gone(rc.inner_pid), "the stopped spare is killed")
+
+    def test_a_killed_spare_is_replaced(self) -> None:
+        import signal
+
+        w = WorkerClient(env={"KAGENT_SPARE_RUNNER": "1"})
+        self.addCleanup(w.close)
+        w.start()
+        r = w.request("load_problem", problem_path=os.path.join(TESTDATA_DIR, "problems", "add_relu", "problem.py"),
+                      seeds=SEEDS)
+        self.assertTrue(r["ok"], r)
+        pid = r["result"]["problem_id"]
+        cpu = os.path.join(TESTDATA_DIR, "candidates", "cpu")
+        v = w.request("verify", problem_id=pid, candidate_path=os.path.join(cpu, "add_relu_ok.py"), require_triton=False)
+        self.assertTrue(v["ok"] and v["result"]["passed"], v)
+        [spare] = w.request("memory")["result"]["spare_pids"]
+        os.kill(spare, signal.SIGKILL)
+        self.assertTrue(_gone(spare))
+        path = os.path.join(cpu, "add_relu_modelnew_ok.py")
+        v = w.request("verify", problem_id=pid, candidate_path=path, require_triton=False)
+        self.assertTrue(v["ok"] and v["result"]["passed"], v)
+        ran = dict(w.request("memory")["result"]["runner_pids"])[os.path.basename(path)]
+        self.assertNotEqual(ran, spare, "the candidate ran in a runner started for it")
 
 
 class SpareWorkerTest(unittest.TestCase):
