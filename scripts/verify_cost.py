@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -29,6 +28,8 @@ from typing import Any, Dict, List
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "harness"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trace_summary import RUNNER  # noqa: E402 - the runners' trace lines, as the summary reads them
 
 
 def main() -> int:
@@ -84,7 +85,7 @@ def main() -> int:
         lines = _drain(trace_r)
         traces.append(lines)
         ops: Dict[str, float] = {}
-        for m in re.finditer(r"trace (?:op (\w+)|(start)) ([0-9.]+) s", lines):
+        for m in RUNNER.finditer(lines):
             k = m.group(1) or m.group(2)
             ops[k] = ops.get(k, 0.0) + float(m.group(3))
         rows.append({"copy": i, "verify_s": round(tv, 4), "bench_s": round(tb, 4), "passed": v.get("passed"),
