@@ -394,6 +394,9 @@ def main() -> int:
         except OSError as exc:
             _log(f"cannot make the runner server undumpable: {exc}")
             return 70
+        from . import confine
+
+        confine.REQUIRED = True  # a runner that cannot confine itself refuses candidates
     elif len(sys.argv) == 2:
         path, control = sys.argv[1], None
     else:

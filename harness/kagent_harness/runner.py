@@ -37,7 +37,7 @@ import random
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 EXIT_TAMPER = 71
 TRACE = os.environ.get("KAGENT_TRACE") == "1"  # each op's duration on stderr (scripts/trace_summary.py)
@@ -230,6 +230,15 @@ class Runner:
             raise _Failure("bad_request", f"no callable built for shape set {label!r}")
         return fn
 
+    def _confine(self) -> None:
+        """No candidate code runs here before this process may signal no other (confine.py)."""
+        from . import confine
+
+        try:
+            confine.before_candidate()
+        except confine.Unavailable as exc:
+            raise _Failure("startup", f"the candidate's process cannot be confined: {exc}") from None
+
     def _check_guard(self, when: str) -> None:
         changed = self.guard.check()
         if changed:
@@ -303,6 +312,7 @@ class Runner:
         from .loading import apply_tf32
         from .shm import dtype_of
 
+        self._confine()
         apply_tf32(str(req.get("tf32") or "forbid"))
         self.guard.expect_tf32(str(req.get("tf32") or "forbid"))
         self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
@@ -393,6 +403,7 @@ class Runner:
         from .ttir import LaunchRecorder, precompile
 
         torch = self.torch
+        self._confine()
         apply_tf32(str(req.get("tf32") or "forbid"))
         self.guard.expect_tf32(str(req.get("tf32") or "forbid"))
         self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from typing import Dict, Optional, Tuple
 
+from . import confine
 from .failures import one_line
 
 TAIL_BYTES = 4096
@@ -55,10 +56,15 @@ def run_sources(
         run_env = dict(env if env is not None else os.environ)
         # kernel.py and problem.py resolve to the copies (the script's directory
         # comes first).
-        run_env["PYTHONPATH"] = os.pathsep.join(p for p in (tmp, extra_path, run_env.get("PYTHONPATH", "")) if p)
+        # The harness's folder serves the launcher, which confines the
+        # test's process before test.py runs (confine.py).
+        harness = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        run_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (tmp, extra_path, run_env.get("PYTHONPATH", ""), harness) if p)
+        launcher = [sys.executable, "-m", "kagent_harness.confine"] + (["--required"] if confine.REQUIRED else [])
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "test.py"],
+                launcher + ["test.py"],
                 cwd=tmp,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
