@@ -31,17 +31,7 @@ func TestRunnersSandboxed(t *testing.T) {
 	if !w.Hello().Sandboxed {
 		t.Fatal("hello does not say the worker's candidates are sandboxed")
 	}
-	var server *runnerServer
-	forkMu.Lock()
-	for k, s := range runnerServers {
-		if strings.Contains(k, "runners-sandboxed") {
-			server = s
-		}
-	}
-	forkMu.Unlock()
-	if server == nil || server.cmd == nil {
-		t.Fatal("no runner server was started")
-	}
+	server := runnerServerOf(t, "runners-sandboxed")
 	// The sandbox's init is the server's parent; the server runs in the new
 	// PID namespace.
 	init := server.cmd.Process.Pid
@@ -71,6 +61,72 @@ func TestRunnersSandboxed(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// runnerServerOf is the started runner server whose configuration key has
+// tag (a KAGENT_TEST value).
+func runnerServerOf(t *testing.T, tag string) *runnerServer {
+	t.Helper()
+	var server *runnerServer
+	forkMu.Lock()
+	for k, s := range runnerServers {
+		if strings.Contains(k, tag) {
+			server = s
+		}
+	}
+	forkMu.Unlock()
+	if server == nil || server.cmd == nil {
+		t.Fatal("no runner server was started")
+	}
+	return server
+}
+
+// TestRunnersConfinedInTheSandbox: a runner that imported a candidate has
+// stacked the harness's own seccomp filter (confine.py: it signals no
+// process but itself) on the sandbox's, which the fork server alone has.
+func TestRunnersConfinedInTheSandbox(t *testing.T) {
+	sandboxedPython(t)
+	t.Setenv(sandboxEnv, SandboxOn)
+	dir, _ := filepath.Abs(filepath.Join("testdata", "problems", "add_relu"))
+	s := cpuSessionWith(t, dir, EngineOptions{}, func(c *SessionConfig) {
+		c.Env = append(c.Env, "KAGENT_TEST=runners-confined")
+	})
+	if v, err := s.Verify(context.Background(), cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
+		t.Fatalf("add_relu_ok: %v %+v", err, v)
+	}
+	server := runnerServerOf(t, "runners-confined")
+	children := func(pid string) []string {
+		kids, _ := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children"))
+		return strings.Fields(string(kids))
+	}
+	filters := func(pid string) int {
+		status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "Seccomp_filters:"); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				return n
+			}
+		}
+		t.Skip("this kernel does not report Seccomp_filters")
+		return 0
+	}
+	servers := children(itoa(server.cmd.Process.Pid))
+	if len(servers) != 1 {
+		t.Fatalf("the sandbox's init has children %q, want the fork server alone", servers)
+	}
+	base := filters(servers[0])
+	runners := children(servers[0])
+	if len(runners) == 0 {
+		t.Fatal("no runner is kept after a verification")
+	}
+	for _, pid := range runners {
+		if got := filters(pid); got != base+1 {
+			t.Errorf("runner %s has %d seccomp filters, want the fork server's %d and its own", pid, got, base)
+		}
+	}
+}
 
 // TestRunnerSandboxSeesGPU: on a machine with an NVIDIA GPU, a Python in the
 // runners' sandbox initialises CUDA (device nodes, driver libraries, /proc
