@@ -17,6 +17,7 @@ import traceback
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+from . import longlived
 from .failures import OOM
 from .protocol import Channel, ProtocolError, error, ok
 
@@ -79,6 +80,7 @@ class Worker:
         # Runners of candidates kept from earlier work hold device memory the
         # new problem's draws may need (its size is not known before it loads).
         self._drop_all()
+        longlived.refreeze_if_idle(self._idle(), bool(self.problems))
         # No candidate's process exists now: the events' own span measured
         # here bounds the one every later timing subtracts.
         from .bracket import measure_reference
@@ -134,13 +136,21 @@ class Worker:
         del problem
         import gc
 
+        longlived.thaw()
         if compiled:
             import torch
 
             torch._dynamo.reset()
         gc.collect()
         self.device.empty_cache()
+        longlived.refreeze_if_idle(self._idle(), bool(self.problems))
         return {"problem_id": pid}
+
+    def _idle(self) -> bool:
+        """Nothing of a candidate lives in this judge: no kept candidate, no
+        spare runner (longlived.py freezes only then)."""
+        return not self.candidates and not any(p.spare is not None and p.spare.rc is not None
+                                               for p in self.problems.values())
 
     def _drop(self, key: Tuple[str, str, str]) -> None:
         cand = self.candidates.pop(key, None)
@@ -273,6 +283,9 @@ class Worker:
             "spare_pids": [int(p.spare.rc.inner_pid) for p in self.problems.values()
                            if p.spare is not None and p.spare.rc is not None],
             "problems": len(self.problems),
+            # Objects out of the collector's sight (and of "tensors"): the
+            # fork server's imports, and what longlived.py froze.
+            "frozen_objects": gc.get_freeze_count(),
             "slot_bytes": sum(int(getattr(c, "slot_bytes", lambda: 0)()) for c in self.candidates.values()),
         }
         if dev.is_gpu:
@@ -462,8 +475,13 @@ class Worker:
         problem = self._problem(req)
         key = self._key_of(problem, req)
         self._make_room(self._need(problem, "bench"), keep=(key,))
-        return self._timing(problem, (key,), lambda: bench(problem, self._target(problem, req, {}),
-                                                           BenchParams.from_request(req), self.guard))
+        out = self._timing(problem, (key,), lambda: bench(problem, self._target(problem, req, {}),
+                                                          BenchParams.from_request(req), self.guard))
+        if req.get("target") == "compile":
+            # The compiled baseline lives until unload: out of the full
+            # collections' sight from now (longlived.py).
+            longlived.after_compile(self._idle())
+        return out
 
     def compare(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .failures import RequestError
