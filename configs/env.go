@@ -47,6 +47,7 @@ var Env = []EnvVar{
 	{"KAGENT_FUSED", "0 turns off the judge's fused Triton reductions (comparisons, checksums of large outputs) and uses torch's", nil},
 	{"KAGENT_COMPILE_AHEAD", "1 compiles a round's knob variants in one batch before their verifications (off by default: on an H200 it cost about what it saved; docs/tuning.md)", nil},
 	{"KAGENT_SPARE_RUNNER", "0 turns off starting the next candidate's runner during a verification (default: on for GPUs, off for the CPU); 1 turns it on", nil},
+	{"KAGENT_FREEZE_BASELINE", "0 keeps the torch.compile baseline's objects in sight of the judge's full garbage collections (by default they are frozen once it is built while no candidate is loaded, and given back when the problem is unloaded)", nil},
 	{"KAGENT_TRACE", "1 writes each worker and runner operation's duration to their stderr (see KAGENT_WORKER_STDERR): where a candidate's verification and timing go", nil},
 	{"KAGENT_WORKER_STDERR", "a directory that keeps every worker's and runner server's stderr in its own file (SIGUSR1 makes a harness process write its Python stacks there)", nil},
 	{"KAGENT_INPROCESS", "1 runs candidates inside the judging worker (harness debugging only: every isolation guarantee is lost)", nil},

@@ -63,6 +63,9 @@ var envAllow = []string{
 	"KAGENT_SPARE_RUNNER",
 	// Each op's and step's duration on stderr (scripts/verify_cost.py).
 	"KAGENT_TRACE",
+	// The compile baseline's objects frozen out of the judge's full
+	// collections (longlived.py): 0 turns it off.
+	"KAGENT_FREEZE_BASELINE",
 }
 
 // envDeny drops any variable whose name mentions a secret, even if allowed.
