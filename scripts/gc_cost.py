@@ -6,8 +6,10 @@
 Imports what a worker's fork server imports and freezes it (as the server
 does before it forks a judge), then runs a judge in this process: load the
 problem, time the eager and the torch.compile baselines, verify the kernel.
-After each step it prints the least of three gc.collect() times and the
-number of objects the collector tracks. The judge collects in full whenever
+After each step it prints the least of three gc.collect() times, the
+number of objects the collector tracks and the number frozen out of its
+sight (the fork server's imports; the compile baseline's, longlived.py;
+KAGENT_FREEZE_BASELINE=0 shows the cost without). The judge collects in full whenever
 it closes runners to make room for a verification (worker._make_room), so
 this is what each such collection costs. Defaults: the add_relu problem and
 kernel of platform/worker/testdata on the CPU.
@@ -41,12 +43,12 @@ def main() -> int:
     from kagent_harness.device import Device
 
     w = kw.Worker(None, Device(kind))
-    print("| after | full collection ms | objects tracked |")
-    print("|---|--:|--:|")
+    print("| after | full collection ms | objects tracked | objects frozen |")
+    print("|---|--:|--:|--:|")
 
     def row(label: str) -> None:
         best = min(_timed(gc.collect) for _ in range(3))
-        print(f"| {label} | {best * 1000:.1f} | {len(gc.get_objects())} |")
+        print(f"| {label} | {best * 1000:.1f} | {len(gc.get_objects())} | {gc.get_freeze_count()} |")
 
     row("the fork server's imports, frozen")
     info = w.load_problem({"problem_path": os.path.abspath(a.problem), "seeds": [5, 6, 424242]})
@@ -58,6 +60,8 @@ def main() -> int:
     row("the torch.compile baseline's timing")
     w.verify({"problem_id": pid, "candidate_path": os.path.abspath(a.kernel), "require_triton": kind == "cuda"})
     row("a verification")
+    w.unload_problem({"problem_id": pid})
+    row("unload_problem")
     return 0
 
 
