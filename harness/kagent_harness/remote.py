@@ -219,6 +219,9 @@ class RunnerClient:
             theirs.close()
         self.link = Link(mine)
         self.pid = 0
+        # A descriptor of the runner's process once it said hello (pidfd):
+        # readable when the process has ended (ended()).
+        self._pidfd: Optional[int] = None
         self._slots: Dict[Any, Slot] = {}
         # Slots written since the last request: the runner refreshes its
         # device copies of them (GPU) before it runs anything.
@@ -241,6 +244,11 @@ class RunnerClient:
                 hello, self.pid = self.link.recv_with_sender(timeout=timeout)
             except (LinkClosed, OSError, ValueError):
                 hello = {}
+            if self.pid > 0 and self._pidfd is None:
+                try:
+                    self._pidfd = os.pidfd_open(self.pid)
+                except (AttributeError, OSError):
+                    pass  # no pidfd here: ended() cannot tell
             if "ok" not in hello:
                 err = (hello.get("error") or {}).get("message") if isinstance(hello.get("error"), dict) else ""
                 self.close()
@@ -368,8 +376,23 @@ class RunnerClient:
     def __del__(self) -> None:
         try:
             self.close()
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+    def ended(self, timeout: float) -> bool:
+        """After close: wait up to ``timeout`` seconds for the runner's
+        process to end (the device memory it held goes back to the driver as
+        it does); whether it has. False where that cannot be known."""
+        fd = self._pidfd
+        if fd is None or not self.closed:
+            return False
+        import select
+
+        ready, _, _ = select.select([fd], [], [], max(0.0, timeout))
+        return bool(ready)
 
     def close(self) -> None:
         if getattr(self, "_closing", False) or not hasattr(self, "link"):

@@ -22,6 +22,8 @@ from .failures import OOM
 from .protocol import Channel, ProtocolError, error, ok
 
 EXIT_FATAL = 70
+# How long making room waits for a closed runner's process to end.
+RUNNER_EXIT_WAIT_S = 2.0
 MAX_CANDIDATES = 8
 
 
@@ -181,7 +183,14 @@ class Worker:
                 if self.device.free_memory() >= need:
                     return
             for key in [k for k in self.candidates if k not in keep]:
+                rc = getattr(self.candidates[key], "rc", None)
                 self._drop(key)
+                self.device.empty_cache()
+                if self.device.free_memory() >= need:
+                    return
+                # What its process held comes back as the process ends.
+                if rc is not None and rc.ended(RUNNER_EXIT_WAIT_S) and self.device.free_memory() >= need:
+                    return
                 gc.collect()
                 self.device.empty_cache()
                 if self.device.free_memory() >= need:

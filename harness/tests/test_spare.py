@@ -165,6 +165,24 @@ class MakeRoomOrderTest(unittest.TestCase):
         w._make_room(10)
         self.assertEqual(w.closed, ["spare"])
 
+    def test_a_closed_runners_memory_is_waited_for_before_the_next_goes(self) -> None:
+        w = self.worker(lent=False, frees={"old": 10})
+        waited: List[float] = []
+        freed_late = {"old": False}
+
+        class Ending:
+            def ended(self, timeout: float) -> bool:
+                waited.append(timeout)
+                freed_late["old"] = True
+                return True
+
+        w.candidates[("p1", "/old.py", "h")].rc = Ending()
+        free = w.device.free_memory
+        w.device.free_memory = lambda: free() if freed_late["old"] else 0
+        w._make_room(10)
+        self.assertEqual(w.closed, ["old"], "the best is kept: the old runner's memory came back as it ended")
+        self.assertEqual(len(waited), 1)
+
     def test_a_spare_without_lent_buffers_goes_last(self) -> None:
         w = self.worker(lent=False, frees={"old": 5, "best": 5})
         w._make_room(10)
@@ -246,6 +264,20 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+class RunnerEndedTest(unittest.TestCase):
+    def test_a_closed_runners_end_is_seen(self) -> None:
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RunnerClient
+
+        rc = RunnerClient(Device("cpu"))
+        self.addCleanup(rc.close)
+        self.assertGreater(rc.pid, 0)
+        self.assertFalse(rc.ended(0.0), "a runner not closed is not waited for")
+        rc.close()
+        self.assertTrue(rc.ended(30.0))
+        self.assertTrue(_gone(rc.pid, 1.0))
 
 
 class InterferedSpareTest(unittest.TestCase):
