@@ -13,8 +13,11 @@ whatever route the code finds to the system call.
 
 - ``kill``, ``tgkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo`` aimed at
   any process but the caller (``kill(0)`` and process groups included);
-- ``tkill``, ``pidfd_send_signal``, ``process_madvise``, ``process_mrelease``
-  (they can reach other processes and nothing here needs them);
+- ``tkill``, ``pidfd_send_signal``, ``process_madvise``, ``process_mrelease``,
+  and ``ptrace``, ``process_vm_readv``, ``process_vm_writev``, ``kcmp``,
+  ``pidfd_getfd`` (the sandbox refuses these too; here they are refused to
+  unsandboxed runners as well): they reach other processes and nothing here
+  needs them;
 - ``setpriority``, ``ioprio_set``, ``prlimit64``, ``sched_setaffinity``,
   ``sched_setscheduler``, ``sched_setparam``, ``sched_setattr``,
   ``migrate_pages``, ``move_pages`` on any target but the caller (0 or its
@@ -68,6 +71,7 @@ _ARCHES: Dict[str, Dict[str, int]] = {
         "tgkill": 234, "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279,
         "rt_tgsigqueueinfo": 297, "prlimit64": 302, "sched_setattr": 314,
         "pidfd_send_signal": 424, "process_madvise": 440, "process_mrelease": 448,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438,
     },
     "aarch64": {
         "audit": 0xC00000B7, "x32": 0, "seccomp": 277,
@@ -76,12 +80,14 @@ _ARCHES: Dict[str, Dict[str, int]] = {
         "tgkill": 131, "rt_sigqueueinfo": 138, "setpriority": 140, "migrate_pages": 238,
         "move_pages": 239, "rt_tgsigqueueinfo": 240, "prlimit64": 261, "sched_setattr": 274,
         "pidfd_send_signal": 424, "process_madvise": 440, "process_mrelease": 448,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438,
     },
 }
 _SIGNAL_SELF = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 _TARGET_SELF = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
                 "sched_setattr", "migrate_pages", "move_pages")
-_REFUSED = ("tkill", "pidfd_send_signal", "process_madvise", "process_mrelease")
+_REFUSED = ("tkill", "pidfd_send_signal", "process_madvise", "process_mrelease",
+            "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd")
 
 # An instruction: (code, jump-if-true label, jump-if-false label, k). A label
 # is a str; None falls through.

@@ -60,6 +60,16 @@ PROBE = textwrap.dedent("""
     attempt("scheduler_victim", lambda: os.sched_setscheduler(victim, os.SCHED_IDLE, os.sched_param(0)))
     a, b = socket.socketpair()
     attempt("setown_victim", lambda: fcntl.fcntl(a, fcntl.F_SETOWN, victim))
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    PTRACE_ATTACH, nr = 16, {"x86_64": 101, "aarch64": 117}[confine.machine()]
+
+    def ptrace():
+        if libc.syscall(nr, PTRACE_ATTACH, victim, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "ptrace")
+        libc.syscall(nr, 17, victim, 0, 0)  # PTRACE_DETACH
+
+    attempt("ptrace_victim", ptrace)
     # What the process does to itself still works.
     attempt("kill_self", lambda: os.kill(me, 0))
     attempt("raise_self", lambda: signal.raise_signal(signal.SIGWINCH))
@@ -74,7 +84,7 @@ PROBE = textwrap.dedent("""
 
 OTHERS = ("kill_victim", "stop_victim", "kill_group_0", "killpg_victim", "pidfd_victim", "setpriority_victim",
           "setpriority_user", "prlimit_victim", "affinity_victim", "scheduler_victim", "setown_victim",
-          "thread_kill_victim")
+          "thread_kill_victim", "ptrace_victim")
 SELF = ("kill_self", "raise_self", "thread_signal", "setpriority_self", "rlimit_self", "affinity_self",
         "setown_self")
 
