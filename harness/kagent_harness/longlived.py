@@ -24,7 +24,7 @@ until the problem's unload.
 
 ``thaw`` gives the frozen objects back at unload (``gc.unfreeze`` has no
 partial form: the fork server's imports come back too, so that collection
-costs about 0.1 s on the CPU once), and ``refreeze_if_idle`` puts what then
+costs 0.1-0.3 s on the CPU once per unload), and ``refreeze_if_idle`` puts what then
 lives out of sight again when no candidate is alive (after unloading, or when
 the next problem loads). ``KAGENT_FREEZE_BASELINE=0`` turns it off.
 
@@ -68,14 +68,16 @@ def thaw() -> bool:
     return True
 
 
-def refreeze_if_idle(idle: bool, problems: bool) -> bool:
-    """After a thaw, once collected: freeze what lives again (the imports,
-    the judge's state, ``problems`` still loaded) when ``idle``; whether it
-    did. Only frozen problems need thawing again."""
+def refreeze_if_idle(idle: bool, problems: bool, collected: bool = False) -> bool:
+    """After a thaw: freeze what lives again (the imports, the judge's state,
+    ``problems`` still loaded) when ``idle``, collecting first unless the
+    caller just ``collected``; whether it did. Only frozen problems need
+    thawing again."""
     global _ours, _thawed
     if not _thawed or not idle:
         return False
-    gc.collect()
+    if not collected:
+        gc.collect()
     gc.freeze()
     _ours, _thawed = problems, False
     return True

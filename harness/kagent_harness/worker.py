@@ -145,7 +145,7 @@ class Worker:
             torch._dynamo.reset()
         gc.collect()
         self.device.empty_cache()
-        longlived.refreeze_if_idle(self._idle(), bool(self.problems))
+        longlived.refreeze_if_idle(self._idle(), bool(self.problems), collected=True)
         return {"problem_id": pid}
 
     def _idle(self) -> bool:
