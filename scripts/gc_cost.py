@@ -60,8 +60,8 @@ def main() -> int:
     row("the torch.compile baseline's timing")
     w.verify({"problem_id": pid, "candidate_path": os.path.abspath(a.kernel), "require_triton": kind == "cuda"})
     row("a verification")
-    w.unload_problem({"problem_id": pid})
-    row("unload_problem")
+    took = _timed(lambda: w.unload_problem({"problem_id": pid}))
+    row(f"unload_problem (the op took {took * 1000:.0f} ms)")
     return 0
 
 

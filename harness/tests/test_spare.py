@@ -260,7 +260,7 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
             with open(f"/proc/{pid}/status") as f:
                 if any(line.startswith("State:") and "Z" in line.split()[1] for line in f):
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped, perhaps while read
             return True
         time.sleep(0.05)
     return False
