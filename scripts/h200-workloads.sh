@@ -5,7 +5,7 @@
 # Expects bin/kagent and bin/enginebench (linux/amd64: make gpu-binaries) and
 # a KernelBench clone (KB, default .cache/KernelBench; never committed).
 # Usage: OUT=/tmp/out [PY=python3] [KB=DIR] scripts/h200-workloads.sh [steps...]
-#   steps: agreement memory sweep reductions methods baselines ncucost
+#   steps: agreement memory sweep ab reductions methods baselines ncucost
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-workloads}
 mkdir -p "$OUT"
@@ -124,6 +124,35 @@ for step in $steps; do
     # The run dirs' JSON and logs in one archive (kernels and databases left out).
     tar czf "$OUT/sweep-json.tgz" --exclude='*.py' --exclude='*.db*' -C "$OUT" sweep sweep.log stderr 2>/dev/null
     rm -rf "$OUT/sweep"
+    ;;
+  ab)
+    # One switch's A/B on whole sweeps: each problem of PROBLEMS (default
+    # 20-22) swept once with AB_A, then once with AB_B (default
+    # KAGENT_FREEZE_BASELINE=0, then 1), alternating, each side's workers'
+    # stderr in its own folder (KAGENT_TRACE=1 from the caller adds traces);
+    # scripts/ab_table.py prints the two sides per problem.
+    a=${AB_A:-KAGENT_FREEZE_BASELINE=0}; b=${AB_B:-KAGENT_FREEZE_BASELINE=1}
+    ids=()
+    IFS=, read -ra parts <<< "${PROBLEMS:-20-22}"
+    for part in "${parts[@]}"; do
+      if [[ $part == *-* ]]; then ids+=($(seq "${part%-*}" "${part#*-}")); else ids+=("$part"); fi
+    done
+    log "A/B ($a | $b) on KernelBench level 1: ${ids[*]}"
+    for id in "${ids[@]}"; do
+      for side in a b; do
+        assign=$a; [ "$side" = b ] && assign=$b
+        rm -rf "$OUT/ab-$side-$id"
+        env "$assign" KAGENT_WORKER_STDERR="$OUT/stderr-ab-$side" KAGENT=bin/kagent PY=$PY \
+          timeout "${AB_LIMIT:-150}" scripts/kernelbench-phases.sh "$KB" "$OUT/ab-$side-$id" "$id" \
+          > "$OUT/ab-$side-$id.txt" 2>&1
+        echo "ab $side $id exit $?" | tee -a "$OUT/steps.log"
+        [ -f "$OUT/ab-$side-$id/phases.json" ] && cp "$OUT/ab-$side-$id/phases.json" "$OUT/ab-$side-$id.phases.json"
+        rm -rf "$OUT/ab-$side-$id"
+      done
+    done
+    "$PY" scripts/ab_table.py "$a" "$b" "$OUT"/ab-a-*.phases.json -- "$OUT"/ab-b-*.phases.json \
+      | tee "$OUT/ab.md"
+    tar czf "$OUT/ab-stderr.tgz" -C "$OUT" stderr-ab-a stderr-ab-b 2>/dev/null && rm -rf "$OUT"/stderr-ab-?
     ;;
   reductions)
     # The judge's comparisons, checksums and bit-compares of large outputs,
