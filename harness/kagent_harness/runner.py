@@ -62,23 +62,6 @@ class _Failure(Exception):
         self.message = message
 
 
-def compile_listener(stats: Dict[str, Any]) -> Callable[..., None]:
-    """A listener for Triton's compiler (``knobs.compilation.listener``)
-    that counts into ``stats`` the kernels compiled, those found in the
-    cache, and the seconds both took."""
-
-    def listen(**kw: Any) -> None:
-        times = kw.get("times")
-        us = 0
-        if times is not None:
-            us = int(getattr(times, "ir_initialization", 0) or 0) + int(getattr(times, "store_results", 0) or 0)
-            us += sum(int(d or 0) for _, d in (getattr(times, "lowering_stages", None) or []))
-        stats["seconds"] += us / 1e6
-        stats["cache_hits" if kw.get("cache_hit") else "compiled"] += 1
-
-    return listen
-
-
 class Runner:
     def __init__(self, link: Any, kind: str) -> None:
         import torch
@@ -121,17 +104,6 @@ class Runner:
         self.compiles: Dict[str, Any] = {"compiled": 0, "cache_hits": 0, "seconds": 0.0}
 
     # -- helpers --
-
-    def _listen_compiles(self) -> None:
-        """Count Triton's compiles from here on (before a candidate is
-        imported); nothing without Triton."""
-        try:
-            from triton import knobs
-        except Exception:  # noqa: BLE001 - no Triton, or one without knobs
-            return
-        compilation = getattr(knobs, "compilation", None)
-        if compilation is not None and hasattr(compilation, "listener"):
-            compilation.listener = compile_listener(self.compiles)
 
     def _tensor(self, spec: Dict[str, Any], mirror: bool = True) -> Any:
         """The tensor a spec names. The same buffer seen the same way is the
@@ -230,14 +202,24 @@ class Runner:
             raise _Failure("bad_request", f"no callable built for shape set {label!r}")
         return fn
 
-    def _confine(self) -> None:
-        """No candidate code runs here before this process may signal no other (confine.py)."""
+    def _before_import(self, req: Dict[str, Any]) -> None:
+        """What an op that imports candidate code does first: confine this
+        process (it signals no other: confine.py), then take the problem's
+        TF32 policy and dtype."""
         from . import confine
+        from .loading import apply_tf32
+        from .shm import dtype_of
 
         try:
             confine.before_candidate()
         except confine.Unavailable as exc:
-            raise _Failure("startup", f"the candidate's process cannot be confined: {exc}") from None
+            raise _Failure("startup", f"the candidate's process cannot be confined ({exc}): the sandbox needs "
+                           "seccomp filters (see kagent doctor), or KAGENT_SANDBOX=off runs candidates "
+                           "unsandboxed") from None
+        tf32 = str(req.get("tf32") or "forbid")
+        apply_tf32(tf32)
+        self.guard.expect_tf32(tf32)
+        self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
 
     def _check_guard(self, when: str) -> None:
         changed = self.guard.check()
@@ -309,13 +291,9 @@ class Runner:
     def op_load(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
         from .candidate import find_entry, import_candidate
         from .failures import CheckFailure
-        from .loading import apply_tf32
-        from .shm import dtype_of
+        from .ttir import listen_compiles
 
-        self._confine()
-        apply_tf32(str(req.get("tf32") or "forbid"))
-        self.guard.expect_tf32(str(req.get("tf32") or "forbid"))
-        self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
+        self._before_import(req)
         # The judge sends the source: the runner needs no view of the judge's
         # files. Triton reads kernels' source from the file, so it is written
         # to a private folder under the candidate's own name.
@@ -328,7 +306,7 @@ class Runner:
         self.path = os.path.join(folder, name)
         with open(self.path, "w", encoding="utf-8") as f:
             f.write(str(req.get("source") or ""))
-        self._listen_compiles()
+        listen_compiles(self.compiles)
         try:
             self.module = import_candidate(self.path)
             self._check_guard(f"importing {os.path.basename(self.path)}")
@@ -398,15 +376,10 @@ class Runner:
 
         from .candidate import find_entry, import_candidate
         from .failures import CheckFailure
-        from .loading import apply_tf32
-        from .shm import dtype_of
         from .ttir import LaunchRecorder, precompile
 
         torch = self.torch
-        self._confine()
-        apply_tf32(str(req.get("tf32") or "forbid"))
-        self.guard.expect_tf32(str(req.get("tf32") or "forbid"))
-        self.dtype = dtype_of(req["dtype"]) if req.get("dtype") else None
+        self._before_import(req)
         # The timed shape first; each shape's build and arguments. A variant
         # that cannot be built or called at a held-out shape is not refused
         # here: the screen's own call at that shape reports it.

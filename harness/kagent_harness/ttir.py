@@ -176,6 +176,35 @@ def normalize_ttir(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
 
 
+def compile_listener(stats: Dict[str, Any]) -> Callable[..., None]:
+    """A listener for Triton's compiler (``knobs.compilation.listener``)
+    that counts into ``stats`` the kernels compiled, those found in the
+    cache, and the seconds both took."""
+
+    def listen(**kw: Any) -> None:
+        times = kw.get("times")
+        us = 0
+        if times is not None:
+            us = int(getattr(times, "ir_initialization", 0) or 0) + int(getattr(times, "store_results", 0) or 0)
+            us += sum(int(d or 0) for _, d in (getattr(times, "lowering_stages", None) or []))
+        stats["seconds"] += us / 1e6
+        stats["cache_hits" if kw.get("cache_hit") else "compiled"] += 1
+
+    return listen
+
+
+def listen_compiles(stats: Dict[str, Any]) -> None:
+    """Count Triton's compiles into ``stats`` from here on (a runner, before
+    it imports a candidate); nothing without Triton."""
+    try:
+        from triton import knobs
+    except Exception:  # noqa: BLE001 - no Triton, or one without knobs
+        return
+    compilation = getattr(knobs, "compilation", None)
+    if compilation is not None and hasattr(compilation, "listener"):
+        compilation.listener = compile_listener(stats)
+
+
 def precompile(launches: List[Any], threads: int) -> int:
     """Compile recorded launches (LaunchRecorder) on ``threads`` threads,
     into each kernel's own cache, as its launch would (Triton's async

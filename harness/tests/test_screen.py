@@ -368,7 +368,7 @@ class CompileCountTest(unittest.TestCase):
     def test_listener_counts_compiles_and_cache_hits(self) -> None:
         from collections import namedtuple
 
-        from kagent_harness.runner import compile_listener
+        from kagent_harness.ttir import compile_listener
 
         times = namedtuple("times", "ir_initialization lowering_stages store_results")
         stats = {"compiled": 0, "cache_hits": 0, "seconds": 0.0}
