@@ -69,8 +69,7 @@ class Spare:
         self.layout: Dict[Any, int] = {}
         # Device memory a verification needs free (set by the worker).
         self.need = 0
-        self.started = 0
-        self.taken = 0
+        self.taken = 0  # spares handed over to a verification
 
     def record(self, rc: Any) -> None:
         """Remember the buffers a verified candidate's runner was lent."""
@@ -107,7 +106,6 @@ class Spare:
             rc.close()
             return
         self.rc = rc
-        self.started += 1
 
     def _lendable(self, device: Any) -> Dict[Any, int]:
         from . import devbuf

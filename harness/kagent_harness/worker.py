@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import longlived
 from .failures import OOM
@@ -151,8 +151,12 @@ class Worker:
     def _idle(self) -> bool:
         """Nothing of a candidate lives in this judge: no kept candidate, no
         spare runner (longlived.py freezes only then)."""
-        return not self.candidates and not any(p.spare is not None and p.spare.rc is not None
-                                               for p in self.problems.values())
+        return not self.candidates and not self._live_spares()
+
+    def _live_spares(self) -> List[Any]:
+        """The problems' spares that hold a runner (spare.py)."""
+        return [p.spare for p in getattr(self, "problems", {}).values()
+                if p.spare is not None and p.spare.rc is not None]
 
     def _drop(self, key: Tuple[str, str, str]) -> None:
         cand = self.candidates.pop(key, None)
@@ -218,13 +222,10 @@ class Worker:
     def _spares(self, action: str, lent: bool = False) -> int:
         """``drop`` or ``settle`` every problem's spare runner (spare.py),
         with ``lent`` only those holding buffers lent ahead; how many."""
-        n = 0
-        for problem in getattr(self, "problems", {}).values():
-            spare = problem.spare
-            if spare is not None and spare.rc is not None and (not lent or spare.rc.layout()):
-                n += 1
-                getattr(spare, action)()
-        return n
+        spares = [s for s in self._live_spares() if not lent or s.rc.layout()]
+        for spare in spares:
+            getattr(spare, action)()
+        return len(spares)
 
     def _need(self, problem: Any, op: str) -> int:
         """Device memory an operation on ``problem`` needs free (memplan)."""
@@ -283,14 +284,13 @@ class Worker:
             "free_bytes": dev.free_memory(),
             "tensors": tensor_bytes_alive(),
             "candidates": len(self.candidates),
-            "spares": sum(1 for p in self.problems.values() if p.spare is not None and p.spare.rc is not None),
+            "spares": len(self._live_spares()),
             # Process ids (in the runner server's namespace) of the kept
             # candidates' runners, by file name, and of the spares: which
             # process a candidate ran in.
             "runner_pids": [[os.path.basename(k[1]), int(getattr(getattr(c, "rc", None), "inner_pid", 0))]
                             for k, c in self.candidates.items()],
-            "spare_pids": [int(p.spare.rc.inner_pid) for p in self.problems.values()
-                           if p.spare is not None and p.spare.rc is not None],
+            "spare_pids": [int(s.rc.inner_pid) for s in self._live_spares()],
             "problems": len(self.problems),
             # Objects out of the collector's sight (and of "tensors"): the
             # fork server's imports, and what longlived.py froze.
