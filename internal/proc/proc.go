@@ -13,6 +13,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -46,6 +47,14 @@ type Command struct {
 	// fake clock's, so that the timeout passes when they say, however
 	// loaded the machine is.
 	After func(time.Duration) <-chan time.Time
+	// Prepared, when set, builds the command in place of Path, Args, Dir
+	// and Env: a program that must start in a particular way, such as
+	// inside an OS sandbox (internal/sandbox.CommandContext), whose
+	// environment is complete as built. Run still puts it in a process
+	// group of its own, takes its output and signals the group. The
+	// goroutine that runs it stays on one OS thread until it ends, so a
+	// parent-death signal bound to the starting thread does not fire early.
+	Prepared func(ctx context.Context) (*exec.Cmd, error)
 }
 
 // Result is how a run ended.
@@ -97,11 +106,25 @@ func Run(ctx context.Context, c Command) (Result, error) {
 	}
 
 	tail := NewTail(tailBytes)
-	cmd := exec.CommandContext(runCtx, c.Path, c.Args...)
-	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
+	var cmd *exec.Cmd
+	if c.Prepared != nil {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var err error
+		if cmd, err = c.Prepared(runCtx); err != nil {
+			return Result{Err: err, ExitCode: -1}, nil
+		}
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Setpgid = true
+	} else {
+		cmd = exec.CommandContext(runCtx, c.Path, c.Args...)
+		cmd.Dir = c.Dir
+		cmd.Env = append(os.Environ(), c.Env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	cmd.Stdout, cmd.Stderr = tail, tail
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var (
 		timerMu   sync.Mutex
 		killTimer *time.Timer

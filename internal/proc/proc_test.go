@@ -133,3 +133,35 @@ func TestRunTimeoutUsesTheRealClock(t *testing.T) {
 		t.Errorf("Run = %+v, %v; want a timeout", *res, *err)
 	}
 }
+
+// TestRunPrepared: a prepared command runs with exactly its own
+// environment, in a process group of its own that a timeout kills whole;
+// a command that cannot be prepared is a run that did not start.
+func TestRunPrepared(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	clock := proctest.NewClock()
+	c := Command{Timeout: 300 * time.Millisecond, After: clock.After, KillGrace: 100 * time.Millisecond,
+		Prepared: func(ctx context.Context) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `echo "only=$ONLY home=$HOME"; sleep 3600 & echo $! > "$PIDFILE"; wait`)
+			cmd.Env = []string{"ONLY=yes", "PIDFILE=" + pidFile}
+			return cmd, nil
+		}}
+	done, res, err := runAsync(context.Background(), c)
+	proctest.WaitLine(t, pidFile)
+	clock.Advance(c.Timeout)
+	proctest.Await(t, done, "Run still waits after the timeout")
+	if *err != nil {
+		t.Fatal(*err)
+	}
+	if !res.TimedOut || res.Output != "only=yes home=\n" {
+		t.Errorf("Run = %+v; want a timed-out kill of a program that saw only its own environment", *res)
+	}
+	proctest.WaitGone(t, proctest.ReadPID(t, pidFile))
+
+	bad := errors.New("no sandbox here")
+	res2, err2 := Run(context.Background(), Command{Prepared: func(context.Context) (*exec.Cmd, error) { return nil, bad }})
+	if err2 != nil || !errors.Is(res2.Err, bad) || res2.ExitCode != -1 {
+		t.Errorf("Run = %+v, %v; want the preparation's error in the result", res2, err2)
+	}
+}
