@@ -17,6 +17,13 @@
 // candidate, so that its start-up overlaps other work. Runner.Start and
 // Pending.Finish run such a process; the GPU lock is taken only when the
 // job is handed over.
+//
+// With Config.Isolate, ncu and the profiled program run in an OS sandbox
+// (the platform's, platform/worker.ProfileSandbox) that shows them the
+// profile's own folder, with a copy of the candidate, as the one place
+// they may write; Probe profiles a call of kagent's own there, so that a
+// platform can tell whether ncu works in its sandbox before any candidate
+// runs in it.
 package ncu
 
 import (
@@ -84,6 +91,11 @@ type Config struct {
 	// IdleSeconds is how long a process started ahead waits for its
 	// profile before it exits (0 = 600).
 	IdleSeconds int
+	// Isolate runs ncu and the profiled program in an OS sandbox (nil =
+	// unsandboxed). The sandbox must show Python, the harness and the
+	// problem's files read-only; the profile's own folder, which gets a
+	// copy of the candidate, is the one it may write.
+	Isolate Isolator
 	// Logger receives debug lines (nil = discard).
 	Logger *slog.Logger
 }
@@ -106,6 +118,33 @@ func AheadFromKwargs(kw map[string]string, cpus int) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("read platform_kwargs.%s: %w: %q is not true, false or auto", KwargAhead, ErrConfig, v)
+}
+
+// KwargSandbox is the platform_kwargs key that says where profiles run:
+// "auto" (no key) in the runners' OS sandbox where a probe shows that ncu
+// works there, else outside it; "on" always in it (a profile that fails
+// there leaves the candidate on the synthetic roofline); "off" outside.
+const KwargSandbox = "ncu_sandbox"
+
+// Sandbox settings (KwargSandbox).
+const (
+	SandboxAuto = "auto"
+	SandboxOn   = "on"
+	SandboxOff  = "off"
+)
+
+// SandboxFromKwargs reads KwargSandbox.
+func SandboxFromKwargs(kw map[string]string) (string, error) {
+	switch v := strings.ToLower(strings.TrimSpace(kw[KwargSandbox])); v {
+	case "", SandboxAuto:
+		return SandboxAuto, nil
+	case SandboxOn, "true", "yes", "1":
+		return SandboxOn, nil
+	case SandboxOff, "false", "no", "0":
+		return SandboxOff, nil
+	default:
+		return "", fmt.Errorf("read platform_kwargs.%s: %w: %q is not auto, on or off", KwargSandbox, ErrConfig, v)
+	}
 }
 
 // Profiler profiles candidates of one problem with ncu. It is safe for
@@ -152,7 +191,7 @@ func New(cfg Config) (*Profiler, error) {
 	}
 	env := append([]string{"PYTHONUNBUFFERED=1"}, cfg.Env...)
 	return &Profiler{cfg: cfg, runner: &Runner{
-		NCU: cfg.NCUPath, Env: env, Timeout: cfg.Timeout, Logger: cfg.Logger,
+		NCU: cfg.NCUPath, Env: env, Timeout: cfg.Timeout, Logger: cfg.Logger, Isolate: cfg.Isolate,
 	}}, nil
 }
 
@@ -259,6 +298,10 @@ func (p *Profiler) Close() error {
 func (p *Profiler) profileAhead(ctx context.Context, a *ahead, path string) (*Report, error) {
 	defer os.RemoveAll(a.dir)
 	return a.run.Finish(ctx, func() error {
+		path, err := p.visibleCandidate(path, a.dir)
+		if err != nil {
+			return err
+		}
 		data, err := json.Marshal(job{CandidatePath: path, Entry: p.cfg.Entry})
 		if err != nil {
 			return err
@@ -356,13 +399,18 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 // report and the metrics that ncu accepted.
 func (p *Profiler) profileFresh(ctx context.Context, c platform.Candidate, path string, filter Filter, warnings []string) (*Report, []string, []string, error) {
 	dir := p.cfg.WorkDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "kagent-ncu-")
+	if dir == "" || p.cfg.Isolate != nil {
+		// A sandboxed profile may write its folder: one of its own.
+		d, err := os.MkdirTemp(dir, "kagent-ncu-")
 		if err != nil {
 			return nil, nil, warnings, err
 		}
 		defer os.RemoveAll(d)
 		dir = d
+	}
+	path, err := p.visibleCandidate(path, dir)
+	if err != nil {
+		return nil, nil, warnings, err
 	}
 	w := p.Wrapper()
 	w.CandidatePath = path
@@ -390,6 +438,28 @@ func (p *Profiler) profileFresh(ctx context.Context, c platform.Candidate, path 
 		}
 	}
 	return rep, run.Command.Metrics, warnings, err
+}
+
+// visibleCandidate is the candidate's file as the profiled program sees it:
+// path itself, or in a sandbox (Config.Isolate), a copy in the profile's
+// folder dir, the only one of the run's folders the sandbox shows.
+func (p *Profiler) visibleCandidate(path, dir string) (string, error) {
+	if p.cfg.Isolate == nil {
+		return path, nil
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("copy the candidate into the profile's sandbox: %w", err)
+	}
+	sub, err := os.MkdirTemp(dir, "candidate-")
+	if err != nil {
+		return "", fmt.Errorf("copy the candidate into the profile's sandbox: %w", err)
+	}
+	copyPath := filepath.Join(sub, filepath.Base(path))
+	if err := os.WriteFile(copyPath, src, 0o644); err != nil {
+		return "", fmt.Errorf("copy the candidate into the profile's sandbox: %w", err)
+	}
+	return copyPath, nil
 }
 
 // replayCost is what kernel replay cost the profiled launches: the passes

@@ -43,7 +43,17 @@ type Runner struct {
 	// After starts the timer of Timeout (nil = time.After); tests pass a
 	// fake clock's (proctest.Clock).
 	After func(time.Duration) <-chan time.Time
+	// Isolate, when set, runs ncu and the profiled program inside an OS
+	// sandbox (nil = as kagent's own child, with kagent's view of files and
+	// processes).
+	Isolate Isolator
 }
+
+// Isolator builds the command that runs argv (ncu, its arguments and the
+// profiled program) inside an OS sandbox: env is added to the sandbox's own
+// environment, and dir (the run's wrapper, job file, candidate copy and
+// ncu's log) is the one host path it may write, and its working directory.
+type Isolator func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error)
 
 // Run is one profile: where to run and what.
 type Run struct {
@@ -114,9 +124,12 @@ func (r *Runner) launchSpec(run Run) (launch, error) {
 	if run.GPU != "" {
 		env = append(append([]string(nil), env...), "CUDA_VISIBLE_DEVICES="+run.GPU)
 	}
-	return launch{logPath: logPath, cmd: proc.Command{
-		Path: bin, Args: args, Dir: run.Dir, Env: env, KillGrace: r.KillGrace, TailBytes: tailBytes, After: r.After,
-	}}, nil
+	cmd := proc.Command{Path: bin, Args: args, Dir: run.Dir, Env: env, KillGrace: r.KillGrace, TailBytes: tailBytes, After: r.After}
+	if isolate := r.Isolate; isolate != nil {
+		argv := append([]string{bin}, args...)
+		cmd.Prepared = func(ctx context.Context) (*exec.Cmd, error) { return isolate(ctx, argv, env, dir) }
+	}
+	return launch{logPath: logPath, cmd: cmd}, nil
 }
 
 func (r *Runner) timeout() time.Duration {
@@ -265,6 +278,9 @@ func (r *Runner) logger() *slog.Logger {
 	}
 	return r.Logger
 }
+
+// Binary is the ncu binary the runner starts (NCU resolved as Run does).
+func (r *Runner) Binary() (string, error) { return r.resolve() }
 
 // resolve finds the ncu binary.
 func (r *Runner) resolve() (string, error) {
