@@ -219,7 +219,7 @@ func runnerPolicy(o Options, harnessDir string, ctrl *os.File) (sandbox.Policy, 
 		devices = append(devices, m...)
 	}
 	env := scrubbedEnv(os.Environ(), "/tmp", Options{HarnessDir: harnessDir, Device: o.Device, Env: o.Env})
-	env = append(env, "HOME=/tmp", "TMPDIR=/tmp", "TRITON_CACHE_DIR=/tmp/triton", "TORCHINDUCTOR_CACHE_DIR=/tmp/inductor")
+	env = append(env, sandboxHome...)
 	return sandbox.Policy{
 		ReadOnly: ro,
 		Devices:  devices,

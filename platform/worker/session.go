@@ -50,11 +50,14 @@ type SessionConfig struct {
 // the workers load it, and the slot's environment (its GPU).
 type ProfilerSetup struct {
 	HarnessDir string
-	Load       LoadRequest
-	Entry      string
-	SlotEnv    []string
-	Env        []string
-	Specs      roofline.Specs
+	// CacheDir is kagent's cache (where the harness copy and Triton's
+	// cache live), for what a profiler remembers across runs.
+	CacheDir string
+	Load     LoadRequest
+	Entry    string
+	SlotEnv  []string
+	Env      []string
+	Specs    roofline.Specs
 	// Info describes the problem's tensors (for synthetic fallbacks).
 	Info func(ctx context.Context) (ProblemInfo, error)
 	// Logger is the session's (nil = discard).
@@ -310,7 +313,7 @@ func (s *Session) profiler(sl *slot) (platform.Profiler, error) {
 	s.Engine.mu.Lock()
 	load := s.Engine.req
 	s.Engine.mu.Unlock()
-	p, err := s.cfg.Profiler(ProfilerSetup{HarnessDir: s.hdir, Load: load, Entry: s.entry,
+	p, err := s.cfg.Profiler(ProfilerSetup{HarnessDir: s.hdir, CacheDir: s.cache, Load: load, Entry: s.entry,
 		SlotEnv: sl.opts.Env, Env: s.env, Specs: s.Specs, Info: s.Info, Logger: s.cfg.Logger})
 	if err != nil {
 		return nil, err
