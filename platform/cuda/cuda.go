@@ -30,6 +30,8 @@ type Platform struct {
 	cfg platform.Config
 	// ncuAhead starts each profile's process ahead (platform_kwargs.ncu_ahead).
 	ncuAhead bool
+	// ncuSandbox says where profiles run (platform_kwargs.ncu_sandbox).
+	ncuSandbox string
 	// Stack supplies Open, OpenSlot, Slots, Specs and Executes.
 	gpu.Stack
 }
@@ -44,7 +46,11 @@ func New(cfg platform.Config) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Platform{cfg: cfg, ncuAhead: ahead}
+	where, err := ncu.SandboxFromKwargs(cfg.Kwargs)
+	if err != nil {
+		return nil, err
+	}
+	p := &Platform{cfg: cfg, ncuAhead: ahead, ncuSandbox: where}
 	p.Stack = gpu.Stack{
 		Name:    Name,
 		Config:  cfg,
@@ -104,12 +110,20 @@ func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error
 			dev = v
 		}
 	}
+	env := append(append([]string(nil), s.Env...), s.SlotEnv...)
+	isolate, python, err := p.ncuIsolation(s, dev, env)
+	if err != nil {
+		return nil, err
+	}
+	if python == "" {
+		python = p.cfg.Python
+	}
 	return ncu.New(ncu.Config{
-		NCUPath: p.cfg.NCUPath, Python: p.cfg.Python, HarnessDir: s.HarnessDir,
+		NCUPath: p.cfg.NCUPath, Python: python, HarnessDir: s.HarnessDir,
 		ProblemPath: s.Load.ProblemPath, Entry: s.Entry, DType: s.Load.DType, Seeds: s.Load.Seeds, TF32: s.Load.TF32,
 		ShapeOverride: s.Load.Size,
-		GPU:           dev, Timeout: p.cfg.ProfileTimeout, Env: append(append([]string(nil), s.Env...), s.SlotEnv...),
-		WorkDir: p.cfg.WorkDir, Ahead: p.ncuAhead, Logger: s.Logger,
+		GPU:           dev, Timeout: p.cfg.ProfileTimeout, Env: env,
+		WorkDir: p.cfg.WorkDir, Ahead: p.ncuAhead, Logger: s.Logger, Isolate: isolate,
 	})
 }
 
