@@ -4,7 +4,7 @@
 # Expects bin/kagent, bin/worker.test and bin/enginebench (linux/amd64,
 # static: make gpu-binaries). Results (logs, tables) go to $OUT.
 # Usage: OUT=/tmp/out [PY=python3] scripts/h200-isolation.sh [steps...]
-#   steps: doctor sandbox suite pytests overhead eval adversarial
+#   steps: doctor sandbox ncubox suite pytests overhead eval adversarial
 #   (PROBS: the overhead step's problems, default softmax_small softmax_large)
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-isolation}
@@ -28,6 +28,16 @@ for step in $steps; do
     (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=on timeout 180 ../../bin/worker.test \
       -test.run "TestRunnersSandboxed$|TestRunnerSandboxSeesGPU$|TestRunnerSandboxCompilesC$" -test.v -test.timeout 170s) > "$OUT/sandbox.txt" 2>&1
     echo "sandbox exit $?" | tee -a "$OUT/steps.log"; tail -5 "$OUT/sandbox.txt"
+    ;;
+  ncubox)
+    # ncu and the profiled program in the runners' sandbox: the probe, then
+    # profiles of a Triton kernel whose module attacks the run, inside and
+    # outside the sandbox, with what each took.
+    log "ncu in the sandbox"
+    (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=on timeout 400 ../../bin/worker.test \
+      -test.run 'TestProfileSandbox' -test.v -test.timeout 390s) > "$OUT/ncubox.txt" 2>&1
+    echo "ncubox exit $?" | tee -a "$OUT/steps.log"
+    grep -E 'probe|profiled in|^(--- |ok|FAIL|PASS)|want' "$OUT/ncubox.txt" | tail -20
     ;;
   suite)
     # SANDBOX: the KAGENT_SANDBOX for the suite (default on: sandboxed or refused).
