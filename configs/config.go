@@ -180,11 +180,12 @@ type BudgetConfig struct {
 	MaxWall   time.Duration `yaml:"max_wall"`
 }
 
-// TimeoutConfig bounds each evaluation step. Verify and Bench left 0 (the
-// default) follow the problem: a few times what the first kernel's step
-// took, plus the load time and a floor, capped at 5 minutes
-// (worker.Engine.Limits), so a hung candidate costs seconds on a small
-// problem.
+// TimeoutConfig bounds each evaluation step. Verify, Bench and Profile left
+// 0 (the default) follow the problem: a few times what the first kernel's
+// step (for Profile, its verification) took, plus the load time and a
+// floor, capped at 5 minutes (worker.Engine.Limits and ProfileLimit), so a
+// hung candidate costs seconds on a small problem, about a minute under the
+// profiler.
 type TimeoutConfig struct {
 	Verify  time.Duration `yaml:"verify"`
 	Bench   time.Duration `yaml:"bench"`

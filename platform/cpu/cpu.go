@@ -76,7 +76,7 @@ func (p *Platform) Open(ctx context.Context, task *kerneldir.Task) (platform.Ses
 		TritonIfImportable: p.Triton == TritonAuto,
 		Engine: worker.EngineOptions{
 			RequireTriton: p.Triton == TritonRequire,
-			VerifyTimeout: p.cfg.VerifyTimeout, BenchTimeout: p.cfg.BenchTimeout,
+			VerifyTimeout: p.cfg.VerifyTimeout, BenchTimeout: p.cfg.BenchTimeout, ProfileTimeout: p.cfg.ProfileTimeout,
 			WarmupMS: p.cfg.WarmupMS, RepMS: p.cfg.RepMS, Representative: false,
 		},
 		Logger: p.cfg.Logger,

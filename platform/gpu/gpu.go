@@ -113,7 +113,7 @@ func (s *Stack) openIDs(ctx context.Context, task *kerneldir.Task, ids []string)
 	return worker.OpenSession(ctx, task, worker.SessionConfig{
 		Python: s.Config.Python, Device: device, Slots: slots, Spare: true, Isolate: true,
 		Engine: worker.EngineOptions{
-			VerifyTimeout: s.Config.VerifyTimeout, BenchTimeout: s.Config.BenchTimeout,
+			VerifyTimeout: s.Config.VerifyTimeout, BenchTimeout: s.Config.BenchTimeout, ProfileTimeout: s.Config.ProfileTimeout,
 			RequireTriton: true, Representative: true, WarmupMS: s.Config.WarmupMS, RepMS: s.Config.RepMS,
 		},
 		Specs:    s.specsFor,

@@ -85,6 +85,9 @@ type EngineOptions struct {
 	// 0 derives them from the problem (Engine.Limits).
 	VerifyTimeout time.Duration
 	BenchTimeout  time.Duration
+	// ProfileTimeout bounds one hardware profile (Session.Profile); 0
+	// derives it from the problem (Engine.ProfileLimit).
+	ProfileTimeout time.Duration
 	// RequireTriton: candidates must define and launch a Triton kernel.
 	RequireTriton bool
 	// Bench settings (milliseconds and bytes).

@@ -37,6 +37,30 @@ func (e *Engine) Limits() (verify, bench time.Duration) {
 	return derive(e.opts.VerifyTimeout, e.verifyTook), derive(e.opts.BenchTimeout, e.benchTook)
 }
 
+// ProfileFloor is the room a hardware profile gets beyond what the problem's
+// first verification took (EngineOptions.ProfileTimeout left 0): the
+// profiler's own start where no process was started ahead (ncu and the
+// imports under it, 5-10 s on an H200) and its replay passes.
+const ProfileFloor = 60 * time.Second
+
+// ProfileLimit is the limit of one hardware profile: ProfileTimeout where
+// set; else, once the first kernel's verification passed on a GPU,
+// ProfileFloor plus the load time plus LimitFactor times that verification
+// (the profiled program loads the problem, compiles the kernel and calls
+// it), at most LimitCap; else the cap. A candidate that hangs only under
+// the profiler then costs about a minute on a small problem, not five.
+func (e *Engine) ProfileLimit() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.opts.ProfileTimeout > 0 {
+		return e.opts.ProfileTimeout
+	}
+	if e.verifyTook <= 0 || !e.opts.Representative {
+		return LimitCap
+	}
+	return min(LimitCap, ProfileFloor+e.loadTook+LimitFactor*e.verifyTook)
+}
+
 // note records a step's duration for the derived limits.
 func (e *Engine) note(what *time.Duration, took time.Duration, first bool) {
 	e.mu.Lock()

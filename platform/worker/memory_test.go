@@ -170,4 +170,21 @@ func TestDerivedLimits(t *testing.T) {
 	if v, _ := cpu.Limits(); v != LimitCap {
 		t.Errorf("the cpu platform keeps the cap: %s", v)
 	}
+	if p := cpu.ProfileLimit(); p != LimitCap {
+		t.Errorf("the cpu platform's profiles keep the cap: %s", p)
+	}
+	if p := NewEngine(nil, LoadRequest{}, EngineOptions{Representative: true}).ProfileLimit(); p != LimitCap {
+		t.Errorf("a profile before any verification: %s, want the cap", p)
+	}
+	if p := e.ProfileLimit(); p != ProfileFloor+2*time.Second+LimitFactor*3*time.Second {
+		t.Errorf("a profile after the first verification: %s", p)
+	}
+	e.note(&e.loadTook, time.Hour, false)
+	if p := e.ProfileLimit(); p != LimitCap {
+		t.Errorf("a long load must cap the profile at %s, got %s", LimitCap, p)
+	}
+	set.opts.ProfileTimeout = 9 * time.Second
+	if p := set.ProfileLimit(); p != 9*time.Second {
+		t.Errorf("a configured profile limit must stay: %s", p)
+	}
 }

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +139,40 @@ func TestPrepareProfile(t *testing.T) {
 	}
 	if made[2].closes != 1 || made[3].closes != 1 {
 		t.Fatalf("Close did not close the profilers: %+v", made[2:])
+	}
+}
+
+// hangingProfiler stands for a profile whose candidate hangs under the
+// profiler: it returns only when its context ends.
+type hangingProfiler struct{}
+
+func (hangingProfiler) Profile(ctx context.Context, _ platform.Candidate) (roofline.Metrics, error) {
+	<-ctx.Done()
+	return roofline.Metrics{}, ctx.Err()
+}
+
+// TestProfileLimit: a profile that hangs is stopped at the session's
+// profile limit, and the error says which limit and how to set another.
+func TestProfileLimit(t *testing.T) {
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" || testing.Short() {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	abs, _ := filepath.Abs("testdata/problems/add_relu")
+	cand, _ := filepath.Abs("testdata/candidates/cpu/add_relu_ok.py")
+	task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py")}
+	s, err := OpenSession(context.Background(), task, SessionConfig{
+		Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
+		Env:      []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
+		Engine:   EngineOptions{VerifyTimeout: 60 * time.Second, ProfileTimeout: 300 * time.Millisecond},
+		Profiler: func(ProfilerSetup) (platform.Profiler, error) { return hangingProfiler{}, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Profile(context.Background(), platform.Candidate{ID: "hangs", Path: cand})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped after 300ms (timeouts.profile") {
+		t.Fatalf("Profile = %v, want the profile stopped at its limit", err)
 	}
 }

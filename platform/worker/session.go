@@ -300,7 +300,15 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 			return roofline.Metrics{}, fmt.Errorf("profile %s: free the worker's problem: %w", c.ID, err)
 		}
 	}
-	return p.Profile(ctx, c)
+	limit := s.Engine.ProfileLimit()
+	pctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	m, err := p.Profile(pctx, c)
+	if err != nil && ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		return m, fmt.Errorf("profile %s: stopped after %s (timeouts.profile; unset, the limit follows the problem's "+
+			"first verification): %w", c.ID, limit.Round(time.Millisecond), err)
+	}
+	return m, err
 }
 
 // profiler is the slot's profiler, built on first use.
