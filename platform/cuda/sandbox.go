@@ -41,6 +41,11 @@ const probeTimeout = 3 * time.Minute
 // sandboxFile holds the verdicts in kagent's cache.
 const sandboxFile = "ncu-sandbox.json"
 
+// failureTTL is how long a failed probe's verdict is kept in the cache: a
+// failure that came from the moment (a probe that ran out of time on a
+// busy machine) is probed again the next day.
+const failureTTL = 24 * time.Hour
+
 // probeVerdict is what a probe found.
 type probeVerdict struct {
 	OK      bool   `json:"ok"`
@@ -138,6 +143,10 @@ func sandboxVerdict(key, cacheDir string, probe func() error) probeVerdict {
 		}
 	}
 	v, ok := cached[key]
+	if ok && !v.OK {
+		checked, err := time.Parse(time.RFC3339, v.Checked)
+		ok = err == nil && time.Since(checked) < failureTTL
+	}
 	if !ok {
 		v = probeVerdict{OK: true, Checked: time.Now().UTC().Format(time.RFC3339)}
 		if err := probe(); err != nil {

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/platform/worker"
@@ -87,5 +89,21 @@ func TestNCUIsolation(t *testing.T) {
 	}
 	if !isolated(ncu.SandboxOn) {
 		t.Errorf("on after a failed probe: not isolated")
+	}
+
+	// A failure from the day before is probed again, in a new process.
+	reset()
+	data, err := os.ReadFile(filepath.Join(cache, sandboxFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-failureTTL - time.Hour).UTC().Format(time.RFC3339)
+	data = regexp.MustCompile(`"checked": "[^"]*"`).ReplaceAll(data, []byte(`"checked": "`+old+`"`))
+	if err := os.WriteFile(filepath.Join(cache, sandboxFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failWith = nil
+	if !isolated(ncu.SandboxAuto) || probes != 3 {
+		t.Errorf("an old failure: %d probes, want 3 and isolation", probes)
 	}
 }
