@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -45,5 +46,19 @@ func TestProbe(t *testing.T) {
 	r, python = probeRunner(t, "exec")
 	if err := Probe(context.Background(), r, "probe-bad", python, "nodevice", t.TempDir()); !errors.Is(err, ErrExit) {
 		t.Errorf("Probe = %v, want ErrExit", err)
+	}
+}
+
+// A sandboxed run without a folder of its own is refused: the sandbox may
+// write the run's folder, and the default one is shared.
+func TestIsolatedRunNeedsItsFolder(t *testing.T) {
+	called := false
+	r := &Runner{NCU: fakeNCU(t), Isolate: func(context.Context, []string, []string, string) (*exec.Cmd, error) {
+		called = true
+		return nil, errors.New("unreachable")
+	}}
+	_, err := r.Run(context.Background(), Run{Command: Command{Metrics: []string{MetricTime}, Program: []string{"python3", "wrap.py"}}})
+	if !errors.Is(err, ErrConfig) || called {
+		t.Errorf("Run = %v (isolator called %v), want ErrConfig before any sandbox", err, called)
 	}
 }

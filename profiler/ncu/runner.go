@@ -105,6 +105,10 @@ func (r *Runner) launchSpec(run Run) (launch, error) {
 	}
 	dir := run.Dir
 	if dir == "" {
+		if r.Isolate != nil {
+			// The sandbox may write the run's folder: never a shared one.
+			return launch{}, fmt.Errorf("profile with ncu: %w: a sandboxed run needs a folder of its own", ErrConfig)
+		}
 		dir = os.TempDir()
 	}
 	logf, err := os.CreateTemp(dir, "ncu-*.csv")
