@@ -111,12 +111,9 @@ func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error
 		}
 	}
 	env := append(append([]string(nil), s.Env...), s.SlotEnv...)
-	isolate, python, err := p.ncuIsolation(s, dev, env)
+	isolate, python, _, err := p.ncuIsolation(s, dev, env)
 	if err != nil {
 		return nil, err
-	}
-	if python == "" {
-		python = p.cfg.Python
 	}
 	return ncu.New(ncu.Config{
 		NCUPath: p.cfg.NCUPath, Python: python, HarnessDir: s.HarnessDir,

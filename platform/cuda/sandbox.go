@@ -63,15 +63,18 @@ var (
 var probeNCU = ncu.Probe
 
 // ncuIsolation decides where s's profiles run: the isolator and the
-// interpreter to name inside the sandbox, or nil (outside: ncu_sandbox
-// off, runners not sandboxed, or under auto a probe that failed).
-func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string) (ncu.Isolator, string, error) {
-	if p.ncuSandbox == ncu.SandboxOff {
-		return nil, "", nil
-	}
-	python := p.cfg.Python
+// interpreter its command names. sandboxed is false outside the sandbox
+// (ncu_sandbox off, runners not sandboxed, or under auto a probe that
+// failed): there ncu and the program run as kagent's children with the
+// runners' scrubbed environment.
+func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string) (iso ncu.Isolator, python string, sandboxed bool, err error) {
+	python = p.cfg.Python
 	if python == "" {
 		python = "python3"
+	}
+	outside := worker.ProfileOutside(worker.Options{Device: "cuda", Env: env}, s.HarnessDir)
+	if p.ncuSandbox == ncu.SandboxOff {
+		return outside, python, false, nil
 	}
 	var ro []string
 	if s.Load.ProblemPath != "" {
@@ -79,23 +82,23 @@ func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string
 			ro = append(ro, filepath.Dir(abs))
 		}
 	}
-	iso, inside, err := worker.ProfileSandbox(worker.Options{Python: python, Device: "cuda", Env: env}, s.HarnessDir, ro)
+	box, inside, err := worker.ProfileSandbox(worker.Options{Python: python, Device: "cuda", Env: env}, s.HarnessDir, ro)
 	if err != nil {
-		return nil, "", fmt.Errorf("ncu in the sandbox: %w", err)
+		return nil, "", false, fmt.Errorf("ncu in the sandbox: %w", err)
 	}
-	if iso == nil {
+	if box == nil {
 		if p.ncuSandbox == ncu.SandboxOn {
-			return nil, "", fmt.Errorf("ncu in the sandbox: platform_kwargs.%s is on, but runners are not sandboxed here (KAGENT_SANDBOX)", ncu.KwargSandbox)
+			return nil, "", false, fmt.Errorf("ncu in the sandbox: platform_kwargs.%s is on, but runners are not sandboxed here (KAGENT_SANDBOX)", ncu.KwargSandbox)
 		}
-		return nil, "", nil
+		return outside, python, false, nil
 	}
 	if p.ncuSandbox == ncu.SandboxOn {
-		return iso, inside, nil
+		return box, inside, true, nil
 	}
-	runner := &ncu.Runner{NCU: p.cfg.NCUPath, Env: append([]string{"PYTHONUNBUFFERED=1"}, env...), Timeout: probeTimeout, Isolate: iso}
+	runner := &ncu.Runner{NCU: p.cfg.NCUPath, Env: append([]string{"PYTHONUNBUFFERED=1"}, env...), Timeout: probeTimeout, Isolate: box}
 	key, err := probeKey(runner, inside)
 	if err != nil {
-		return nil, "", nil // no ncu: every profile says so
+		return outside, python, false, nil // no ncu: every profile says so
 	}
 	v := sandboxVerdict(key, s.CacheDir, func() error {
 		dir, err := os.MkdirTemp(p.cfg.WorkDir, "kagent-ncu-probe-")
@@ -106,7 +109,7 @@ func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string
 		return probeNCU(context.Background(), runner, gpu, inside, "", dir)
 	})
 	if v.OK {
-		return iso, inside, nil
+		return box, inside, true, nil
 	}
 	verdictMu.Lock()
 	first := !warned[key]
@@ -121,7 +124,7 @@ func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string
 			"(platform_kwargs.ncu_sandbox: on keeps them inside; a profile that fails there falls back to the synthetic roofline)",
 			"reason", v.Reason, "checked", v.Checked)
 	}
-	return nil, "", nil
+	return outside, python, false, nil
 }
 
 // sandboxVerdict is the probe's verdict for key: this process's, else the

@@ -51,14 +51,14 @@ func TestNCUIsolation(t *testing.T) {
 	isolated := func(where string) bool {
 		t.Helper()
 		p := &Platform{cfg: platform.Config{NCUPath: tool, Python: py, WorkDir: t.TempDir()}, ncuSandbox: where}
-		iso, inside, err := p.ncuIsolation(setup, "0", nil)
+		iso, python, sandboxed, err := p.ncuIsolation(setup, "0", nil)
 		if err != nil {
 			t.Fatalf("ncuIsolation(%s): %v", where, err)
 		}
-		if (iso == nil) != (inside == "") {
-			t.Fatalf("ncuIsolation(%s): isolator %v with interpreter %q", where, iso != nil, inside)
+		if iso == nil || python == "" {
+			t.Fatalf("ncuIsolation(%s): isolator %v with interpreter %q: want both, in the sandbox or out", where, iso != nil, python)
 		}
-		return iso != nil
+		return sandboxed
 	}
 
 	reset()

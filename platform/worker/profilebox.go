@@ -87,3 +87,21 @@ func toolDirs(tool string) []string {
 	}
 	return dirs
 }
+
+// ProfileOutside returns how a profiler runs its tool and program where they
+// are not sandboxed: as kagent's children, in the profile's folder, with the
+// runners' scrubbed environment (o.Env added, HOME and TMPDIR the profile's
+// folder), so that no API key or token in kagent's environment reaches the
+// candidate.
+func ProfileOutside(o Options, harnessDir string) func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
+	return func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
+		if len(argv) == 0 {
+			return nil, fmt.Errorf("profile: no program")
+		}
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		base := scrubbedEnv(os.Environ(), dir, Options{HarnessDir: harnessDir, Device: o.Device, Env: o.Env})
+		cmd.Env = lastWins(slices.Concat(base, env, []string{"HOME=" + dir, "TMPDIR=" + dir}))
+		cmd.Dir = dir
+		return cmd, nil
+	}
+}

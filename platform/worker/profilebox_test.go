@@ -7,10 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kagent-kernels/kagent/internal/proc/proctest"
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/profiler/ncu"
 )
@@ -34,8 +34,9 @@ def get_init_inputs():
 // boxAttacks is the start of a verified kernel that, once imported by the
 // profile's program, tries to end the run from there: it kills a process of
 // kagent's user (a stand-in for kagent or a worker), overwrites a file of
-// the run, and writes into the problem's folder. %d, %q, %q: the victim's
-// pid, the run's file, the problem's folder.
+// the run (with what it finds of an API key in its environment), and writes
+// into the problem's folder. %d, %q, %q: the victim's pid, the run's file,
+// the problem's folder.
 const boxAttacks = `
 import os
 import signal
@@ -47,7 +48,7 @@ def _try(fn):
         pass
 
 _try(lambda: os.kill(%d, signal.SIGKILL))
-_try(lambda: open(%q, "w").write("forged"))
+_try(lambda: open(%q, "w").write("forged " + os.environ.get("KAGENT_TEST_API_KEY", "")))
 _try(lambda: open(%q + "/planted.py", "w").write("x = 1"))
 `
 
@@ -101,16 +102,17 @@ func TestProfileSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("KAGENT_TEST_API_KEY", "sk-secret")
 	for _, tc := range []struct {
-		name           string
-		sandboxed      bool
-		ahead          bool
-		wantUntouched  bool
-		wantProfileErr bool
+		name       string
+		where      string // sandbox, outside (scrubbed environment), bare (kagent's own environment)
+		ahead      bool
+		wantRecord string
 	}{
-		{name: "sandboxed", sandboxed: true, wantUntouched: true},
-		{name: "sandboxed, started ahead", sandboxed: true, ahead: true, wantUntouched: true},
-		{name: "unsandboxed", sandboxed: false, wantUntouched: false},
+		{name: "sandboxed", where: "sandbox", wantRecord: "the run's record"},
+		{name: "sandboxed, started ahead", where: "sandbox", ahead: true, wantRecord: "the run's record"},
+		{name: "outside, scrubbed environment", where: "outside", wantRecord: "forged "},
+		{name: "bare", where: "bare", wantRecord: "forged sk-secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -136,20 +138,23 @@ func TestProfileSandbox(t *testing.T) {
 			src := fmt.Sprintf(boxCandidate, victim.Process.Pid, record, dirs["problem"])
 			write(t, cand, src, 0o644)
 
+			env := []string{"FAKE_NCU_MODE=exec", "FAKE_NCU_CSV=" + csv, "KAGENT_DEVICE=cpu", "CUDA_VISIBLE_DEVICES=",
+				"PYTHONPATH=" + dirs["shim"] + ":" + harnessDir}
 			cfg := ncu.Config{
 				NCUPath: tool, Python: py, HarnessDir: harnessDir, ProblemPath: filepath.Join(dirs["problem"], "problem.py"),
 				DType: "fp32", Device: "cpu", WorkDir: dirs["work"], Metrics: []string{ncu.MetricTime},
-				Ahead: tc.ahead, Timeout: 5 * time.Minute,
-				Env: []string{"FAKE_NCU_MODE=exec", "FAKE_NCU_CSV=" + csv, "KAGENT_DEVICE=cpu", "CUDA_VISIBLE_DEVICES=",
-					"PYTHONPATH=" + dirs["shim"] + ":" + harnessDir},
+				Ahead: tc.ahead, Timeout: 5 * time.Minute, Env: env,
 			}
-			if tc.sandboxed {
+			switch tc.where {
+			case "sandbox":
 				iso, inside, err := ProfileSandbox(Options{Python: py, Device: "cpu"}, harnessDir,
 					[]string{dirs["problem"], dirs["shim"], filepath.Dir(csv)})
 				if err != nil || iso == nil {
 					t.Fatalf("ProfileSandbox = %v, %v", iso != nil, err)
 				}
 				cfg.Isolate, cfg.Python = iso, inside
+			case "outside":
+				cfg.Isolate = ProfileOutside(Options{Device: "cpu"}, harnessDir)
 			}
 			p, err := ncu.New(cfg)
 			if err != nil {
@@ -163,15 +168,15 @@ func TestProfileSandbox(t *testing.T) {
 			if err != nil || m.TimeMS <= 0 {
 				t.Fatalf("Profile = %+v, %v; want the fake ncu's metrics", m, err)
 			}
-			alive := victim.Process.Signal(syscall.Signal(0)) == nil
+			alive := !proctest.Gone(victim.Process.Pid) // a killed child stays a zombie until reaped
 			data, _ := os.ReadFile(record)
 			_, planted := os.Stat(filepath.Join(dirs["problem"], "planted.py"))
-			untouched := alive && string(data) == "the run's record" && os.IsNotExist(planted)
-			if untouched != tc.wantUntouched {
-				t.Errorf("victim alive %v, record %q, planted file: %v; want all untouched = %v",
-					alive, data, planted == nil, tc.wantUntouched)
+			sandboxed := tc.where == "sandbox"
+			if alive != sandboxed || string(data) != tc.wantRecord || os.IsNotExist(planted) != sandboxed {
+				t.Errorf("victim alive %v, record %q, planted file %v; want alive and nothing planted = %v, record %q",
+					alive, data, planted == nil, sandboxed, tc.wantRecord)
 			}
-			if left, _ := os.ReadDir(dirs["work"]); tc.sandboxed && len(left) > 0 && !tc.ahead {
+			if left, _ := os.ReadDir(dirs["work"]); tc.where != "bare" && len(left) > 0 && !tc.ahead {
 				var names []string
 				for _, e := range left {
 					names = append(names, e.Name())
@@ -310,7 +315,7 @@ func TestProfileSandboxGPU(t *testing.T) {
 			if len(m.Kernels) != 1 || m.Kernels[0] != "axpy" || m.TimeMS <= 0 {
 				t.Errorf("metrics %+v: want axpy's", m)
 			}
-			alive := victim.Process.Signal(syscall.Signal(0)) == nil
+			alive := !proctest.Gone(victim.Process.Pid) // a killed child stays a zombie until reaped
 			data, _ := os.ReadFile(record)
 			_, planted := os.Stat(filepath.Join(problemDir, "planted.py"))
 			untouched := alive && string(data) == "the run's record" && os.IsNotExist(planted)

@@ -91,10 +91,12 @@ type Config struct {
 	// IdleSeconds is how long a process started ahead waits for its
 	// profile before it exits (0 = 600).
 	IdleSeconds int
-	// Isolate runs ncu and the profiled program in an OS sandbox (nil =
-	// unsandboxed). The sandbox must show Python, the harness and the
-	// problem's files read-only; the profile's own folder, which gets a
-	// copy of the candidate, is the one it may write.
+	// Isolate builds the command that runs ncu and the profiled program
+	// apart from kagent: in an OS sandbox that shows Python, the harness
+	// and the problem's files read-only and the profile's own folder (which
+	// gets a copy of the candidate) as the one it may write, or at least
+	// with a scrubbed environment. nil: as kagent's child, in kagent's
+	// environment.
 	Isolate Isolator
 	// Logger receives debug lines (nil = discard).
 	Logger *slog.Logger

@@ -43,16 +43,16 @@ type Runner struct {
 	// After starts the timer of Timeout (nil = time.After); tests pass a
 	// fake clock's (proctest.Clock).
 	After func(time.Duration) <-chan time.Time
-	// Isolate, when set, runs ncu and the profiled program inside an OS
-	// sandbox (nil = as kagent's own child, with kagent's view of files and
-	// processes).
+	// Isolate, when set, builds the command (nil = as kagent's own child,
+	// in kagent's environment).
 	Isolate Isolator
 }
 
 // Isolator builds the command that runs argv (ncu, its arguments and the
-// profiled program) inside an OS sandbox: env is added to the sandbox's own
-// environment, and dir (the run's wrapper, job file, candidate copy and
-// ncu's log) is the one host path it may write, and its working directory.
+// profiled program) apart from kagent, typically inside an OS sandbox: env
+// is added to the command's own environment, and dir (the run's wrapper,
+// job file, candidate copy and ncu's log) is its working directory and, in
+// a sandbox, the one host path it may write.
 type Isolator func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error)
 
 // Run is one profile: where to run and what.
