@@ -116,6 +116,10 @@ func (p *Platform) rocprofProfiler(s worker.ProfilerSetup) (platform.Profiler, e
 		python = "python3"
 	}
 	env := append(append([]string(nil), s.Env...), s.SlotEnv...)
+	// rocprofv3 and the wrapper run outside the sandbox (not tried on AMD
+	// hardware), with the runners' scrubbed environment: no API key of
+	// kagent's reaches the candidate.
+	cfg.Isolate = worker.ProfileOutside(worker.Options{Device: "cuda", Env: env}, s.HarnessDir)
 	cfg.Prepare = func(ctx context.Context, c platform.Candidate) (rocprof.Request, error) {
 		src := c.Source
 		if src == "" {

@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,6 +91,9 @@ type Config struct {
 	// After starts a pass's timeout timer (nil = time.After); tests pass
 	// a fake clock's (proctest.Clock).
 	After func(time.Duration) <-chan time.Time
+	// Isolate builds each pass's command apart from kagent (Runner.Isolate;
+	// nil = in kagent's environment).
+	Isolate func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error)
 }
 
 // ApplyKwargs reads rocprof_bin_path and rocprof_pass_timeout from
@@ -184,7 +188,7 @@ func New(cfg Config) (*Profiler, error) {
 	}
 	return &Profiler{
 		cfg:    cfg,
-		runner: &Runner{Bin: cfg.BinPath, KillGrace: cfg.KillGrace, Logger: cfg.Logger, After: cfg.After},
+		runner: &Runner{Bin: cfg.BinPath, KillGrace: cfg.KillGrace, Logger: cfg.Logger, After: cfg.After, Isolate: cfg.Isolate},
 		sem:    make(chan struct{}, 1),
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -483,6 +484,39 @@ func assertGroupGone(t *testing.T, pidsFile string) {
 	for _, pid := range []int{pgid, child} {
 		if state := proctest.State(pid); state != "" && state != "Z" {
 			t.Errorf("pid %d is still alive (state %s)", pid, state)
+		}
+	}
+}
+
+// TestProfileIsolated: with Config.Isolate, every pass runs the command it
+// builds (here, only the request's environment and a mark of its own), and
+// the profile is the same.
+func TestProfileIsolated(t *testing.T) {
+	e := newEnv(t)
+	var built []string
+	p := newProfiler(t, "ok", func(c *Config) {
+		c.Isolate = func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
+			built = append(built, filepath.Base(argv[0]))
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH")}, env...), "KAGENT_TEST_WRAPPER_ENV=isolated")
+			cmd.Dir = dir
+			return cmd, nil
+		}
+	})
+	m, err := p.Run(context.Background(), e.request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantTestdataMetrics(), m, approx); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	runs := e.lines(t, e.wrapperLog)
+	if len(built) != 5 || len(runs) != 5 {
+		t.Fatalf("%d commands built, %d wrapper runs; want 5 of each", len(built), len(runs))
+	}
+	for _, line := range runs {
+		if !strings.Contains(line, `"env": "isolated"`) {
+			t.Errorf("a pass ran without the isolator's environment: %s", line)
 		}
 	}
 }

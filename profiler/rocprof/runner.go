@@ -81,6 +81,11 @@ type Runner struct {
 	// After starts a pass's timeout timer (nil = time.After); tests pass
 	// a fake clock's (proctest.Clock).
 	After func(time.Duration) <-chan time.Time
+	// Isolate, when set, builds the command that runs argv (rocprofv3, its
+	// arguments and the wrapper) apart from kagent, with env added to its
+	// own environment and dir its working directory (nil = as kagent's own
+	// child, in kagent's environment).
+	Isolate func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error)
 }
 
 // Resolve finds the rocprofv3 binary; ErrNotFound names the setting.
@@ -120,10 +125,15 @@ func (r *Runner) Run(ctx context.Context, p Pass, timeout time.Duration, outDir,
 
 	r.logger().Debug("rocprofv3 pass start", "pass", p.Name, "bin", bin, "args", args, "timeout", timeout)
 	start := time.Now()
-	res, ctxErr := proc.Run(ctx, proc.Command{
+	cmd := proc.Command{
 		Path: bin, Args: args, Dir: w.Dir, Env: w.Env,
 		Timeout: timeout, KillGrace: r.KillGrace, TailBytes: tailBytes, After: r.After,
-	})
+	}
+	if isolate := r.Isolate; isolate != nil {
+		argv := append([]string{bin}, args...)
+		cmd.Prepared = func(ctx context.Context) (*exec.Cmd, error) { return isolate(ctx, argv, w.Env, w.Dir) }
+	}
+	res, ctxErr := proc.Run(ctx, cmd)
 	r.logger().Debug("rocprofv3 pass done", "pass", p.Name, "elapsed", time.Since(start), "err", res.Err)
 
 	output := res.Output
