@@ -12,7 +12,9 @@ import (
 
 	"github.com/kagent-kernels/kagent/harness"
 	"github.com/kagent-kernels/kagent/internal/sandbox"
+	"github.com/kagent-kernels/kagent/internal/termtext"
 	"github.com/kagent-kernels/kagent/platform"
+	ncuprof "github.com/kagent-kernels/kagent/profiler/ncu"
 )
 
 // llmKeyVars are the variables doctor reports as set or not (never their values).
@@ -101,6 +103,9 @@ func doctorCommand() *cli.Command {
 			rp := toolLine(ctx, "rocprofv3", "--version")
 			t.row("rocprofv3", rp.status, rp.detail)
 			t.row(sandboxRow(sandbox.Probe()))
+			if ncu.status == "ok" {
+				t.row(ncuSandboxRow(harness.CacheDir()))
+			}
 			if name, err := platform.Detect(platform.SystemProbe()); err == nil {
 				t.row("platform", "ok", name+" (auto-detected)")
 			} else {
@@ -148,6 +153,22 @@ func sandboxRow(r sandbox.Report) (string, string, string) {
 		return "sandbox", "unavailable", r.Reason + "; candidates can run only unsandboxed, by explicit opt-in"
 	}
 	return "sandbox", "ok", r.String()
+}
+
+// ncuSandboxRow says where ncu's profiles run on this machine, as the last
+// probe kept in kagent's cache found (platform/cuda).
+func ncuSandboxRow(cache string) (string, string, string) {
+	const name = "ncu sandbox"
+	v, ok := ncuprof.LatestSandboxVerdict(cache)
+	switch {
+	case !ok:
+		return name, "unknown", "not probed yet: a run's first profile probes whether ncu works in the runners' sandbox (platform_kwargs.ncu_sandbox)"
+	case v.OK:
+		return name, "ok", "ncu profiled kagent's probe in the runners' sandbox (checked " + v.Checked + "): profiles run there"
+	default:
+		return name, "outside", termtext.Line(v.Reason) + " (checked " + v.Checked + "): profiles run outside the sandbox, " +
+			"with a scrubbed environment (probed again after a day; platform_kwargs.ncu_sandbox: on keeps them inside)"
+	}
 }
 
 // cpuPlatformRow says whether the cpu platform can run Triton kernels here.

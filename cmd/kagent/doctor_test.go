@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kagent-kernels/kagent/internal/sandbox"
+	ncuprof "github.com/kagent-kernels/kagent/profiler/ncu"
 )
 
 func TestSandboxRow(t *testing.T) {
@@ -42,4 +45,23 @@ func TestDoctorSandbox(t *testing.T) {
 		return
 	}
 	t.Errorf("doctor has no sandbox row:\n%s", r.stdout)
+}
+
+// TestNCUSandboxRow: the row shows the latest probe in the cache, its
+// reason made safe for a terminal.
+func TestNCUSandboxRow(t *testing.T) {
+	cache := t.TempDir()
+	if _, status, _ := ncuSandboxRow(cache); status != "unknown" {
+		t.Errorf("no probe: status %q, want unknown", status)
+	}
+	file := `{"a": {"ok": true, "checked": "2026-12-01T10:00:00Z"},
+ "b": {"ok": false, "reason": "ncu probe: ERR_NVGPUCTRPERM \u001b[31mred", "checked": "2026-12-05T10:00:00Z"}}`
+	if err := os.WriteFile(filepath.Join(cache, ncuprof.SandboxVerdictFile), []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name, status, detail := ncuSandboxRow(cache)
+	if name != "ncu sandbox" || status != "outside" || !strings.Contains(detail, "ERR_NVGPUCTRPERM") ||
+		!strings.Contains(detail, "2026-12-05T10:00:00Z") || strings.ContainsRune(detail, 0x1b) {
+		t.Errorf("latest failed probe: %q %q %q", name, status, detail)
+	}
 }

@@ -38,24 +38,14 @@ const probeVersion = "1"
 // probeTimeout bounds the probe (ncu's start, torch's import, one call).
 const probeTimeout = 3 * time.Minute
 
-// sandboxFile holds the verdicts in kagent's cache.
-const sandboxFile = "ncu-sandbox.json"
-
 // failureTTL is how long a failed probe's verdict is kept in the cache: a
 // failure that came from the moment (a probe that ran out of time on a
 // busy machine) is probed again the next day.
 const failureTTL = 24 * time.Hour
 
-// probeVerdict is what a probe found.
-type probeVerdict struct {
-	OK      bool   `json:"ok"`
-	Reason  string `json:"reason,omitempty"`
-	Checked string `json:"checked"`
-}
-
 var (
 	verdictMu sync.Mutex
-	verdicts  = map[string]probeVerdict{} // by probe key, this process's
+	verdicts  = map[string]ncu.SandboxVerdict{} // by probe key, this process's
 	warned    = map[string]bool{}         // keys whose failure was logged
 )
 
@@ -129,21 +119,17 @@ func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string
 
 // sandboxVerdict is the probe's verdict for key: this process's, else the
 // cache's, else probe's (then remembered in both).
-func sandboxVerdict(key, cacheDir string, probe func() error) probeVerdict {
+func sandboxVerdict(key, cacheDir string, probe func() error) ncu.SandboxVerdict {
 	verdictMu.Lock()
 	defer verdictMu.Unlock()
 	if v, ok := verdicts[key]; ok {
 		return v
 	}
 	path := ""
+	cached := map[string]ncu.SandboxVerdict{}
 	if cacheDir != "" {
-		path = filepath.Join(cacheDir, sandboxFile)
-	}
-	cached := map[string]probeVerdict{}
-	if path != "" {
-		if data, err := os.ReadFile(path); err == nil {
-			_ = json.Unmarshal(data, &cached)
-		}
+		path = filepath.Join(cacheDir, ncu.SandboxVerdictFile)
+		cached = ncu.ReadSandboxVerdicts(cacheDir)
 	}
 	v, ok := cached[key]
 	if ok && !v.OK {
@@ -151,7 +137,7 @@ func sandboxVerdict(key, cacheDir string, probe func() error) probeVerdict {
 		ok = err == nil && time.Since(checked) < failureTTL
 	}
 	if !ok {
-		v = probeVerdict{OK: true, Checked: time.Now().UTC().Format(time.RFC3339)}
+		v = ncu.SandboxVerdict{OK: true, Checked: time.Now().UTC().Format(time.RFC3339)}
 		if err := probe(); err != nil {
 			v.OK, v.Reason = false, firstLine(err.Error())
 		}

@@ -77,7 +77,7 @@ func TestNCUIsolation(t *testing.T) {
 	}
 
 	reset()
-	if err := os.Remove(filepath.Join(cache, sandboxFile)); err != nil {
+	if err := os.Remove(filepath.Join(cache, ncu.SandboxVerdictFile)); err != nil {
 		t.Fatal(err)
 	}
 	failWith = errors.New("ncu: ERR_NVGPUCTRPERM\nmore")
@@ -93,13 +93,13 @@ func TestNCUIsolation(t *testing.T) {
 
 	// A failure from the day before is probed again, in a new process.
 	reset()
-	data, err := os.ReadFile(filepath.Join(cache, sandboxFile))
+	data, err := os.ReadFile(filepath.Join(cache, ncu.SandboxVerdictFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-failureTTL - time.Hour).UTC().Format(time.RFC3339)
 	data = regexp.MustCompile(`"checked": "[^"]*"`).ReplaceAll(data, []byte(`"checked": "`+old+`"`))
-	if err := os.WriteFile(filepath.Join(cache, sandboxFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cache, ncu.SandboxVerdictFile), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	failWith = nil

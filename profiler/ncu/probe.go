@@ -2,6 +2,7 @@ package ncu
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,4 +51,38 @@ func Probe(ctx context.Context, r *Runner, gpu, python, device, dir string) erro
 		}
 	}
 	return fmt.Errorf("ncu probe: %w: no kernel time in ncu's report of the probe's call", ErrNoKernels)
+}
+
+// SandboxVerdictFile holds, in kagent's cache, what probes found about ncu
+// in a platform's sandbox, by probe key (what the verdict depends on).
+const SandboxVerdictFile = "ncu-sandbox.json"
+
+// SandboxVerdict is what one probe found.
+type SandboxVerdict struct {
+	OK      bool   `json:"ok"`
+	Reason  string `json:"reason,omitempty"`
+	Checked string `json:"checked"` // RFC 3339, UTC
+}
+
+// ReadSandboxVerdicts reads cacheDir's verdicts (none where there is no
+// readable file).
+func ReadSandboxVerdicts(cacheDir string) map[string]SandboxVerdict {
+	out := map[string]SandboxVerdict{}
+	if data, err := os.ReadFile(filepath.Join(cacheDir, SandboxVerdictFile)); err == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	return out
+}
+
+// LatestSandboxVerdict is the most recently checked of cacheDir's
+// verdicts; false where there is none.
+func LatestSandboxVerdict(cacheDir string) (SandboxVerdict, bool) {
+	var latest SandboxVerdict
+	found := false
+	for _, v := range ReadSandboxVerdicts(cacheDir) {
+		if !found || v.Checked > latest.Checked {
+			latest, found = v, true
+		}
+	}
+	return latest, found
 }
