@@ -46,7 +46,7 @@ const failureTTL = 24 * time.Hour
 var (
 	verdictMu sync.Mutex
 	verdicts  = map[string]ncu.SandboxVerdict{} // by probe key, this process's
-	warned    = map[string]bool{}         // keys whose failure was logged
+	warned    = map[string]bool{}               // keys whose failure was logged
 )
 
 // probeNCU runs the probe; tests replace it.
