@@ -111,9 +111,12 @@ func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error
 		}
 	}
 	env := append(append([]string(nil), s.Env...), s.SlotEnv...)
-	isolate, python, _, err := p.ncuIsolation(s, dev, env)
+	isolate, python, sandboxed, err := p.ncuIsolation(s, dev, env)
 	if err != nil {
 		return nil, err
+	}
+	if s.Logger != nil {
+		s.Logger.Debug("ncu profiles", "gpu", dev, "sandboxed", sandboxed)
 	}
 	return ncu.New(ncu.Config{
 		NCUPath: p.cfg.NCUPath, Python: python, HarnessDir: s.HarnessDir,

@@ -111,7 +111,8 @@ func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string
 			logger = slog.New(slog.DiscardHandler)
 		}
 		logger.Warn("ncu cannot profile in the runners' sandbox: profiles run outside it, with kagent's view of files and processes "+
-			"(platform_kwargs.ncu_sandbox: on keeps them inside; a profile that fails there falls back to the synthetic roofline)",
+			"but a scrubbed environment (platform_kwargs.ncu_sandbox: on keeps them inside; a profile that fails there falls back "+
+			"to the synthetic roofline)",
 			"reason", v.Reason, "checked", v.Checked)
 	}
 	return outside, python, false, nil
