@@ -67,6 +67,9 @@ func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string
 		return outside, python, false, nil
 	}
 	var ro []string
+	if bin, err := (&ncu.Runner{NCU: p.cfg.NCUPath}).Binary(); err == nil {
+		ro = append(ro, ncu.InstallDirs(bin)...)
+	}
 	if s.Load.ProblemPath != "" {
 		if abs, err := filepath.Abs(s.Load.ProblemPath); err == nil {
 			ro = append(ro, filepath.Dir(abs))

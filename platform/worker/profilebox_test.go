@@ -258,7 +258,8 @@ func TestProfileSandboxGPU(t *testing.T) {
 		}
 	}
 	write(t, filepath.Join(problemDir, "problem.py"), gpuBoxProblem, 0o644)
-	iso, inside, err := ProfileSandbox(Options{Python: py, Device: "cuda"}, harnessDir, []string{problemDir})
+	iso, inside, err := ProfileSandbox(Options{Python: py, Device: "cuda"}, harnessDir, append([]string{problemDir}, ncu.InstallDirs(tool)...))
+	t.Logf("ncu %s, its installation: %v", tool, ncu.InstallDirs(tool))
 	if err != nil || iso == nil {
 		t.Fatalf("ProfileSandbox = %v, %v", iso != nil, err)
 	}

@@ -62,3 +62,29 @@ func TestIsolatedRunNeedsItsFolder(t *testing.T) {
 		t.Errorf("Run = %v (isolator called %v), want ErrConfig before any sandbox", err, called)
 	}
 }
+
+// InstallDirs finds the Nsight Compute installation a CUDA toolkit's
+// launcher looks for: nsight-compute* next to its bin folder, and the
+// folder such an entry links to.
+func TestInstallDirs(t *testing.T) {
+	root := t.TempDir()
+	cuda := filepath.Join(root, "cuda-13.0")
+	real := filepath.Join(root, "opt", "nsight-compute", "2025.3.1")
+	for _, d := range []string{filepath.Join(cuda, "bin"), real} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(cuda, "bin", "ncu")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(cuda, "nsight-compute-2025.3.1")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	got := InstallDirs(bin)
+	if len(got) < 2 || got[0] != link || got[1] != real {
+		t.Errorf("InstallDirs = %v, want %s and %s first", got, link, real)
+	}
+}

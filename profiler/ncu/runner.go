@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -410,4 +411,35 @@ func LockGPU(ctx context.Context, gpu string) (unlock func(), err error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// InstallDirs are the folders ncu's launcher (bin, as Binary resolves it)
+// looks in for the Nsight Compute installation, which a sandbox must show
+// besides bin's own folder: the nsight-compute* folders next to its bin
+// folder (in a CUDA toolkit often links into /opt/nvidia, hence also the
+// folders they name) and /opt/nvidia/nsight-compute. Only existing ones.
+func InstallDirs(bin string) []string {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		if _, err := os.Stat(d); err == nil && !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	roots := []string{filepath.Dir(filepath.Dir(bin))}
+	if real, err := filepath.EvalSymlinks(bin); err == nil {
+		roots = append(roots, filepath.Dir(filepath.Dir(real)), filepath.Dir(real))
+	}
+	for _, root := range roots {
+		matches, _ := filepath.Glob(filepath.Join(root, "nsight-compute*"))
+		for _, m := range matches {
+			add(m)
+			if real, err := filepath.EvalSymlinks(m); err == nil {
+				add(real)
+			}
+		}
+	}
+	add("/opt/nvidia/nsight-compute")
+	return dirs
 }
