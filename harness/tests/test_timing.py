@@ -41,6 +41,36 @@ class StatsTest(unittest.TestCase):
         self.assertEqual((p.warmup_ms, p.rep_ms, p.min_reps, p.max_reps, p.rotate), (3.0, 7.0, 20, 20, False))
 
 
+class SettleHostCheckTest(unittest.TestCase):
+    """A host-check burst over its limit is timed once more: the host's clock
+    reads long only by moments, while escaping work makes every burst long."""
+
+    def bursts(self, *passed: bool):
+        results = iter(passed)
+        calls = []
+
+        def burst():
+            calls.append(1)
+            return {"passed": next(results), "host_ms": 1.0}
+
+        return burst, calls
+
+    def test_a_passing_burst_is_not_repeated(self) -> None:
+        burst, calls = self.bursts(True)
+        out = timing.settle_host_check(burst)
+        self.assertEqual((out["passed"], out["attempts"], len(calls)), (True, 1, 1))
+
+    def test_a_late_burst_is_timed_again(self) -> None:
+        burst, calls = self.bursts(False, True)
+        out = timing.settle_host_check(burst)
+        self.assertEqual((out["passed"], out["attempts"], len(calls)), (True, 2, 2))
+
+    def test_long_every_time_fails(self) -> None:
+        burst, calls = self.bursts(False, False, True)
+        out = timing.settle_host_check(burst)
+        self.assertEqual((out["passed"], out["attempts"], len(calls)), (False, timing.HOST_ATTEMPTS, timing.HOST_ATTEMPTS))
+
+
 class BenchTest(TempFilesCase):
     def setUp(self) -> None:
         super().setUp()
@@ -528,6 +558,65 @@ class RemoteTimedRequestTest(unittest.TestCase):
             self.assertNotIn("out", p)
         self.assertEqual([op for op, _ in rc.requests], ["timed", "timed", "last_out", "timed", "timed", "last_out"])
         self.assertEqual(t.checked, 2)
+
+
+class RemoteHostCheckTest(unittest.TestCase):
+    """The judge's host check of a runner's calls, on a clock the test moves:
+    one burst late by a moment is timed again and passes; a kernel whose
+    bursts are all long fails. The device burst's verdict likewise."""
+
+    def check(self, *burst_s: float, device_bursts: tuple = ()) -> tuple:
+        """The host check's result and the timer's forged reason."""
+        from types import SimpleNamespace
+        from unittest import mock
+
+        from kagent_harness import remote_timing
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RemoteCallable
+
+        clock = [0.0]
+        delays = list(burst_s)
+
+        class FakeRunner:
+            pid = os.getpid()
+
+            def request(self, op: str, payload: dict, what: str = "") -> dict:
+                if op == "burst":
+                    clock[0] += delays.pop(0) if payload["calls"] else 0.0001
+                    return {"event_ms": 10.0}
+                return {}
+
+        ref = torch.ones(4)
+        fn = RemoteCallable.__new__(RemoteCallable)
+        fn.rc, fn.label = FakeRunner(), "k"
+        problem = SimpleNamespace(device=Device("cpu"), allow_inplace=False, atol=1e-5, rtol=1e-5)
+        sets = [timing._InputSet([ref.clone()], ref, None, 0)]
+        t = remote_timing.make_remote_timer(timing._Timer, problem, timing.Target("kernel", fn, True), sets, None,
+                                            None, timing.BenchParams())
+        t.set_args = [[{"t": {"slot": 0}}]]
+        t.dev = SimpleNamespace(is_gpu=True, can_spin=False)
+        t.times, t.ping_ms = [1.0], 0.0
+        if device_bursts:
+            verdicts = list(device_bursts)
+            t._device_burst = lambda calls, median: verdicts.pop(0)
+        with mock.patch.object(remote_timing, "wall", lambda: clock[0]):
+            out = t.host_check()
+        return out, t.forged
+
+    def test_a_late_burst_is_timed_again(self) -> None:
+        out, forged = self.check(0.040, 0.011)  # 40 ms, then 11 ms, for 10 ms of device time
+        self.assertEqual((out["passed"], out["attempts"], forged), (True, 2, ""))
+        self.assertAlmostEqual(out["host_ms"], 10.9, places=3)
+
+    def test_long_every_time_fails(self) -> None:
+        out, forged = self.check(0.040, 0.040)
+        self.assertEqual((out["passed"], out["attempts"], forged), (False, timing.HOST_ATTEMPTS, ""))
+
+    def test_a_device_burst_over_its_bounds_once_is_timed_again(self) -> None:
+        _, forged = self.check(0.011, device_bursts=("too long", ""))
+        self.assertEqual(forged, "")
+        _, forged = self.check(0.011, device_bursts=("too long", "still too long"))
+        self.assertEqual(forged, "still too long")
 
 
 class DeviceBurstVerdictTest(unittest.TestCase):
