@@ -38,7 +38,11 @@ func (l *loop) finish(ctx context.Context, reason string) (Result, error) {
 		return l.fail(ctx, err)
 	}
 	if l.cfg.ProfileCandidates == configs.ProfileFinal {
-		// Profiled once, now that it is final, not at each promotion.
+		// Profiled once, now that it is final, not at each promotion; the
+		// run's last profile, so nothing is started ahead after it.
+		if pe, ok := l.in.Session.(platform.ProfileEnder); ok {
+			pe.LastProfile()
+		}
 		start, before := time.Now(), best.Metrics
 		if best, err = l.profileSkipped(ctx, best); err != nil {
 			return l.fail(ctx, err)

@@ -155,6 +155,15 @@ type countingSession struct {
 	rounds     func() int
 	at         []int
 	preparedAt []int
+	// lastAt is the number of profiles done at each LastProfile call.
+	lastAt []int
+}
+
+func (s *countingSession) LastProfile() {
+	s.mu.Lock()
+	s.lastAt = append(s.lastAt, len(s.profiled))
+	s.mu.Unlock()
+	s.Session.LastProfile()
 }
 
 func (s *countingSession) PrepareProfile() {
@@ -256,6 +265,11 @@ func TestProfilePolicy(t *testing.T) {
 			}
 			if !slices.Equal(cs.preparedAt, tc.prepared) {
 				t.Errorf("PrepareProfile called after %v finished rounds, want %v", cs.preparedAt, tc.prepared)
+			}
+			// Under "final" the profiler is told, before the best's profile,
+			// that it is the run's last (nothing is started ahead after it).
+			if wantLast := tc.policy == configs.ProfileFinal; wantLast != slices.Equal(cs.lastAt, []int{0}) {
+				t.Errorf("LastProfile called with %v profiles done, want [0] only under final", cs.lastAt)
 			}
 			if best := all[res.Best.ID]; tc.policy != configs.ProfileNone && (best.Metrics == nil || strings.HasPrefix(best.Metrics.Fallback, notProfiled)) {
 				t.Errorf("the best %s kept the policy's synthetic metrics: %+v", best.ID, best.Metrics)

@@ -34,6 +34,12 @@ type ProfilePreparer interface {
 	PrepareProfile()
 }
 
+// ProfileEnder is told that the next profile is a run's last, so that its
+// profiler starts nothing ahead after it (worker sessions with ncu).
+type ProfileEnder interface {
+	LastProfile()
+}
+
 // TensorInfo describes one input or output tensor.
 type TensorInfo struct {
 	Shape []int64 `json:"shape"`

@@ -176,3 +176,19 @@ func TestProfileLimit(t *testing.T) {
 		t.Fatalf("Profile = %v, want the profile stopped at its limit", err)
 	}
 }
+
+// lastProfiler records whether it was told of the run's last profile.
+type lastProfiler struct{ aheadProfiler }
+
+func (p *lastProfiler) Last() { p.prestarts = -1 }
+
+// TestLastProfile: the session passes the run's last profile on to the
+// profilers it has built.
+func TestLastProfile(t *testing.T) {
+	prof := &lastProfiler{}
+	s := &Session{profilers: map[int]platform.Profiler{0: prof}}
+	s.LastProfile()
+	if prof.prestarts != -1 {
+		t.Error("the profiler was not told")
+	}
+}

@@ -353,6 +353,18 @@ func (s *Session) PrepareProfile() {
 	}
 }
 
+// LastProfile tells the profilers that the next profile is the run's last:
+// none starts a process ahead after it (one would only be ended unused).
+func (s *Session) LastProfile() {
+	s.profMu.Lock()
+	defer s.profMu.Unlock()
+	for _, p := range s.profilers {
+		if l, ok := p.(interface{ Last() }); ok {
+			l.Last()
+		}
+	}
+}
+
 // closeProfilers ends what the profilers keep running and forgets them.
 func (s *Session) closeProfilers() {
 	s.profMu.Lock()

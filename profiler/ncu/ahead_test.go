@@ -321,3 +321,22 @@ func TestProfileAheadDiedEarly(t *testing.T) {
 		t.Errorf("noAhead %q, ahead %v: starting ahead should be off", noAhead, a)
 	}
 }
+
+// After Last, the profile still uses the process started ahead, and no
+// process is started for a next profile.
+func TestLastProfileStartsNothingAhead(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	f.p.Last()
+	f.profile(t)
+	if ran := f.pids(t, "ran"); !slices.Equal(ran, first) {
+		t.Fatalf("ran %v, want the process started ahead %v", ran, first)
+	}
+	f.p.mu.Lock()
+	a := f.p.ahead
+	f.p.mu.Unlock()
+	if a != nil {
+		t.Error("a process was started ahead after the last profile")
+	}
+}

@@ -218,6 +218,15 @@ func (p *Profiler) Prestart() {
 	p.startNext()
 }
 
+// Last says that the next profile is the last this profiler runs (the
+// best's at a run's end): nothing is started ahead after it. A process
+// already waiting stays for that profile.
+func (p *Profiler) Last() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked = false
+}
+
 // startNext starts a process ahead if asked and none waits; p.mu is held.
 func (p *Profiler) startNext() {
 	if !p.asked || !p.cfg.Ahead || p.closed || p.noAhead != "" || p.ahead != nil && !p.ahead.run.Exited() {
