@@ -42,6 +42,7 @@ from .failures import CheckFailure, describe
 from .loading import fresh_inputs
 from .numerics import bits_equal, device_violations
 from .remote import RemoteCallable, runner_cpu_seconds, wall
+from .timing_stats import HOST_ATTEMPTS, settle_host_check
 
 TIMING_FORGED = F.TIMING_FORGED
 PING_CALLS = 5
@@ -213,8 +214,6 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
         def host_check(self) -> Optional[Dict[str, Any]]:
             if not self.dev.is_gpu:
                 return None
-            from .timing import HOST_ATTEMPTS, settle_host_check
-
             median = sorted(self.times)[len(self.times) // 2] if self.times else self.estimate_ms
             calls = max(3, min(500, int(math.ceil(10.0 / max(median, 1e-3)))))
             out = settle_host_check(lambda: self._host_burst(calls))

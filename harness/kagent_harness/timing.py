@@ -71,14 +71,11 @@ from .checksum import checksum
 from .loading import Problem, apply_tf32, fresh_inputs, inputs_intact
 from .numerics import ToleranceFn, compare_outputs, device_violations, tolerance_for
 from .targets import BenchParams, Target, Unavailable, _writes_inputs, make_target  # noqa: F401 - timing's API
-from .timing_stats import _recheck_indices, _stats, less_bracket, spread, tail_check
+from .timing_stats import _recheck_indices, _stats, less_bracket, settle_host_check, spread, tail_check
 
 HOST_FACTOR = 1.25
 HOST_SLACK_MS = 0.5
 HOST_BATCH_MS = 10.0
-# Host-check bursts per check at most: a burst over its limit is timed once
-# more before the kernel fails (see settle_host_check).
-HOST_ATTEMPTS = 2
 SET_MEMORY_FRACTION = 0.25
 ESTIMATE_CALLS = 5
 UNSEEN_DRAWS = 3
@@ -568,20 +565,6 @@ def unseen_verdict(out: Any, ref: Any, tol: ToleranceFn, bound: Any) -> str:
 
 class _Skip(Exception):
     """The unseen-input check cannot run here (memory, the problem's own code)."""
-
-
-def settle_host_check(burst: Callable[[], Dict[str, Any]], attempts: int = HOST_ATTEMPTS) -> Dict[str, Any]:
-    """A host check's verdict from up to ``attempts`` bursts: the first that
-    passes, else the last. The host's clock can only read long (a moment the
-    judge's process or the machine was busy), while work that escapes the
-    timed stream makes every burst long, so a burst over its limit is timed
-    again before the kernel fails; ``attempts`` says how many were timed."""
-    out: Dict[str, Any] = {}
-    for n in range(1, max(1, attempts) + 1):
-        out = dict(burst(), attempts=n)
-        if out.get("passed"):
-            break
-    return out
 
 
 def _spin_available(dev: Device) -> bool:

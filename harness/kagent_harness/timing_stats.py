@@ -1,13 +1,14 @@
 """The statistics of a timing: percentiles and spread of the timed calls,
 the spread of the calls that were on time, the tail check (work left
-running after a call's end event) and which timed calls are rechecked.
+running after a call's end event), how many host-check batches decide
+that check, and which timed calls are rechecked.
 Pure functions of numbers; timing.py measures, this module summarises."""
 
 from __future__ import annotations
 
 import math
 import random
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 RECHECK_SAMPLES = 32
 # Large outputs: the random sample covers about RECHECK_BYTES of outputs, at
@@ -23,6 +24,9 @@ TAIL_SLACK_MS = 0.05
 # timed call's event span, down to this floor: the device time of a launch
 # of one store (ncu's gpu__time_duration 1.47 us on an H200).
 MIN_CALL_MS = 0.001
+# Host-check batches per check at most: a batch over its limit is timed once
+# more before the kernel fails (settle_host_check).
+HOST_ATTEMPTS = 2
 _rng = random.SystemRandom()
 
 
@@ -107,4 +111,18 @@ def tail_check(tails: List[float], median_ms: float) -> Optional[Dict[str, Any]]
             f"calls; limit {limit:.4g} ms against a timed median of {median_ms:.4g} ms): the call leaves work "
             f"running outside the timed stream (another stream or a thread); do all of a call's work on the "
             f"current stream")
+    return out
+
+
+def settle_host_check(burst: Callable[[], Dict[str, Any]], attempts: int = HOST_ATTEMPTS) -> Dict[str, Any]:
+    """A host check's verdict from up to ``attempts`` bursts: the first that
+    passes, else the last. The host's clock can only read long (a moment the
+    judge's process or the machine was busy), while work that escapes the
+    timed stream makes every burst long, so a burst over its limit is timed
+    again before the kernel fails; ``attempts`` says how many were timed."""
+    out: Dict[str, Any] = {}
+    for n in range(1, max(1, attempts) + 1):
+        out = dict(burst(), attempts=n)
+        if out.get("passed"):
+            break
     return out
