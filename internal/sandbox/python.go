@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,7 +43,38 @@ var libraryPaths = []string{
 // itself, the system library directories (/usr/lib, /lib*, /usr/local/lib)
 // and the dynamic loader's files from /etc. Paths below another listed path
 // are left out.
+//
+// An interpreter's answer is kept for the life of the process (asking costs
+// a Python start-up, and it does not change while kagent runs); a failure
+// is not kept.
 func PythonPaths(python string) (string, []string, error) {
+	key, err := exec.LookPath(python)
+	if err == nil {
+		key, err = filepath.Abs(key)
+	}
+	if err != nil {
+		return askPythonPaths(python)
+	}
+	if v, ok := pythonPathsSeen.Load(key); ok {
+		r := v.(pythonPathsAnswer)
+		return r.exe, slices.Clone(r.paths), nil
+	}
+	exe, paths, err := askPythonPaths(python)
+	if err == nil {
+		pythonPathsSeen.Store(key, pythonPathsAnswer{exe, slices.Clone(paths)})
+	}
+	return exe, paths, err
+}
+
+// pythonPathsSeen holds PythonPaths's answers, by the interpreter's path.
+var pythonPathsSeen sync.Map
+
+type pythonPathsAnswer struct {
+	exe   string
+	paths []string
+}
+
+func askPythonPaths(python string) (string, []string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, python, "-c", pythonScript).Output()

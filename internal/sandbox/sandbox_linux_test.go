@@ -557,3 +557,34 @@ func TestPython(t *testing.T) {
 	}
 	t.Logf("inside: %s", strings.TrimSpace(stdout.String()))
 }
+
+// TestPythonPathsAskedOnce: an interpreter is asked for its paths once per
+// process (each ask is a Python start-up); a failed ask is not kept.
+func TestPythonPathsAskedOnce(t *testing.T) {
+	py := pythontest.Triton(t)
+	dir := t.TempDir()
+	count := filepath.Join(dir, "starts")
+	shim := filepath.Join(dir, "python3")
+	if err := os.WriteFile(shim, []byte("#!/bin/sh\necho >> "+count+"\n[ -e "+dir+"/broken ] && exit 3\nexec "+py+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	starts := func() int {
+		data, _ := os.ReadFile(count)
+		return strings.Count(string(data), "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sandbox.PythonPaths(shim); err == nil {
+		t.Fatal("a failing interpreter gave paths")
+	}
+	os.Remove(filepath.Join(dir, "broken"))
+	exe1, paths1, err1 := sandbox.PythonPaths(shim)
+	exe2, paths2, err2 := sandbox.PythonPaths(shim)
+	if err1 != nil || err2 != nil || exe1 != exe2 || !slices.Equal(paths1, paths2) {
+		t.Fatalf("answers differ: %q %v %v / %q %v %v", exe1, paths1, err1, exe2, paths2, err2)
+	}
+	if n := starts(); n != 2 {
+		t.Errorf("the interpreter started %d times, want 2 (the failure, then one ask)", n)
+	}
+}

@@ -429,7 +429,7 @@ func InstallDirs(bin string) []string {
 	}
 	roots := []string{filepath.Dir(filepath.Dir(bin))}
 	if real, err := filepath.EvalSymlinks(bin); err == nil {
-		roots = append(roots, filepath.Dir(filepath.Dir(real)), filepath.Dir(real))
+		roots = append(roots, filepath.Dir(filepath.Dir(real)))
 	}
 	for _, root := range roots {
 		matches, _ := filepath.Glob(filepath.Join(root, "nsight-compute*"))
