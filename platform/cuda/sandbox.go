@@ -81,7 +81,8 @@ func (p *Platform) ncuIsolation(s worker.ProfilerSetup, gpu string, env []string
 	}
 	if box == nil {
 		if p.ncuSandbox == ncu.SandboxOn {
-			return nil, "", false, fmt.Errorf("ncu in the sandbox: platform_kwargs.%s is on, but runners are not sandboxed here (KAGENT_SANDBOX)", ncu.KwargSandbox)
+			return nil, "", false, fmt.Errorf("ncu in the sandbox: platform_kwargs.%s is on, but runners are not sandboxed here: "+
+				"set KAGENT_SANDBOX=on (kagent doctor says whether this machine can), or %s auto or off", ncu.KwargSandbox, ncu.KwargSandbox)
 		}
 		return outside, python, false, nil
 	}

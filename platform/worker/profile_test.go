@@ -33,25 +33,9 @@ func (p *loadedProfiler) Profile(context.Context, platform.Candidate) (roofline.
 // freed before profiling only when both copies may not fit on the device,
 // and the next verification loads it again.
 func TestProfileFreesTheWorkerWhenTight(t *testing.T) {
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" || testing.Short() {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
-	abs, _ := filepath.Abs("testdata/problems/add_relu")
-	cand, _ := filepath.Abs("testdata/candidates/cpu/add_relu_ok.py")
-	task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py")}
 	var s *Session
 	prof := &loadedProfiler{s: &s}
-	s, err := OpenSession(context.Background(), task, SessionConfig{
-		Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
-		Env:      []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
-		Engine:   EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5},
-		Profiler: func(ProfilerSetup) (platform.Profiler, error) { return prof, nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, cand := addReluSession(t, EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5}, prof)
 	c := platform.Candidate{ID: "ok", Path: cand}
 	verify := func() {
 		if v, err := s.Verify(context.Background(), c); err != nil || !v.Passed {
@@ -154,24 +138,8 @@ func (hangingProfiler) Profile(ctx context.Context, _ platform.Candidate) (roofl
 // TestProfileLimit: a profile that hangs is stopped at the session's
 // profile limit, and the error says which limit and how to set another.
 func TestProfileLimit(t *testing.T) {
-	py := os.Getenv("KAGENT_PYTHON")
-	if py == "" || testing.Short() {
-		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
-	}
-	abs, _ := filepath.Abs("testdata/problems/add_relu")
-	cand, _ := filepath.Abs("testdata/candidates/cpu/add_relu_ok.py")
-	task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py")}
-	s, err := OpenSession(context.Background(), task, SessionConfig{
-		Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
-		Env:      []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
-		Engine:   EngineOptions{VerifyTimeout: 60 * time.Second, ProfileTimeout: 300 * time.Millisecond},
-		Profiler: func(ProfilerSetup) (platform.Profiler, error) { return hangingProfiler{}, nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = s.Profile(context.Background(), platform.Candidate{ID: "hangs", Path: cand})
+	s, cand := addReluSession(t, EngineOptions{VerifyTimeout: 60 * time.Second, ProfileTimeout: 300 * time.Millisecond}, hangingProfiler{})
+	_, err := s.Profile(context.Background(), platform.Candidate{ID: "hangs", Path: cand})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped after 300ms (timeouts.profile") {
 		t.Fatalf("Profile = %v, want the profile stopped at its limit", err)
 	}
@@ -191,4 +159,28 @@ func TestLastProfile(t *testing.T) {
 	if prof.prestarts != -1 {
 		t.Error("the profiler was not told")
 	}
+}
+
+// addReluSession opens a cpu session on the add_relu problem whose profiler
+// is prof (closed when the test ends), and the path of a correct candidate.
+func addReluSession(t *testing.T, engine EngineOptions, prof platform.Profiler) (*Session, string) {
+	t.Helper()
+	py := os.Getenv("KAGENT_PYTHON")
+	if py == "" || testing.Short() {
+		t.Skip("KAGENT_PYTHON (a Python with torch) is not set")
+	}
+	abs, _ := filepath.Abs("testdata/problems/add_relu")
+	cand, _ := filepath.Abs("testdata/candidates/cpu/add_relu_ok.py")
+	task := &kerneldir.Task{Dir: abs, ProblemPath: filepath.Join(abs, "problem.py")}
+	s, err := OpenSession(context.Background(), task, SessionConfig{
+		Python: py, Device: "cpu", Isolate: true, CacheDir: t.TempDir(),
+		Env:      []string{"TRITON_INTERPRET=1", "CUDA_VISIBLE_DEVICES="},
+		Engine:   engine,
+		Profiler: func(ProfilerSetup) (platform.Profiler, error) { return prof, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, cand
 }
