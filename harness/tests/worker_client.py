@@ -47,6 +47,8 @@ class WorkerClient:
         self._buf = b""
         self._tail = bytearray()
         self._stderr_bytes = 0
+        self._stderr_grew = threading.Condition()
+        self._stderr_closed = False
         self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
         self._drain.start()
         self._next_id = 1
@@ -56,12 +58,16 @@ class WorkerClient:
         assert self.proc.stderr is not None
         while True:
             chunk = self.proc.stderr.read1(1 << 16) if hasattr(self.proc.stderr, "read1") else self.proc.stderr.read(1 << 16)
-            if not chunk:
-                return
-            self._stderr_bytes += len(chunk)
-            self._tail.extend(chunk)
-            if len(self._tail) > STDERR_TAIL:
-                del self._tail[: len(self._tail) - STDERR_TAIL]
+            with self._stderr_grew:
+                if not chunk:
+                    self._stderr_closed = True
+                    self._stderr_grew.notify_all()
+                    return
+                self._stderr_bytes += len(chunk)
+                self._tail.extend(chunk)
+                if len(self._tail) > STDERR_TAIL:
+                    del self._tail[: len(self._tail) - STDERR_TAIL]
+                self._stderr_grew.notify_all()
 
     @property
     def stderr_tail(self) -> str:
@@ -70,6 +76,14 @@ class WorkerClient:
     @property
     def stderr_bytes(self) -> int:
         return self._stderr_bytes
+
+    def wait_stderr_bytes(self, n: int, timeout: float = 120.0) -> int:
+        """Waits until the drain has read at least n bytes of stderr, the
+        stream closes or timeout passes; returns the count read. A reply can
+        arrive while what the worker wrote before it is still in the pipe."""
+        with self._stderr_grew:
+            self._stderr_grew.wait_for(lambda: self._stderr_bytes >= n or self._stderr_closed, timeout)
+            return self._stderr_bytes
 
     def start(self, timeout: float = 120.0) -> Dict[str, Any]:
         reply = self.read_reply(timeout)
