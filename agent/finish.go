@@ -89,6 +89,21 @@ func (l *loop) prepareFinalProfile() {
 	}
 }
 
+// stageFinalProfile stages c's final profile (platform.ProfileStager) before
+// c's acceptance gate, which times nothing: the profiled process loads the
+// problem and warms c up while the gate verifies it. Only where c would be
+// profiled right after the gate: under profile_candidates final, c not
+// profiled yet, and no held-out screen (which times) between the two.
+func (l *loop) stageFinalProfile(ctx context.Context, c store.Candidate) {
+	st, ok := l.in.Session.(platform.ProfileStager)
+	if !ok || l.cfg.ProfileCandidates != configs.ProfileFinal || l.scr != nil || !l.profilePending(c) {
+		return
+	}
+	if st.StageProfile(ctx, l.platformCandidate(c)) {
+		l.log.Debug("final profile staged beside the acceptance gate", "candidate", c.ID)
+	}
+}
+
 // acceptanceGate re-verifies the best kernel in a fresh process with new
 // seeds. A best that fails is rejected with the gate's verdict and the one
 // promoted before it is tried, down to the input kernel.
@@ -112,6 +127,7 @@ func (l *loop) acceptanceGate(ctx context.Context) (*platform.Verdict, error) {
 		if _, err := l.materialize(c); err != nil {
 			return nil, err
 		}
+		l.stageFinalProfile(ctx, c)
 		start := time.Now()
 		v, err := acc.Accept(ctx, l.platformCandidate(c))
 		if err != nil {

@@ -230,11 +230,17 @@ func (p *pipeline) skipProfile(c store.Candidate) string {
 // The profile replaces the stored synthetic metrics, so no kernel is
 // profiled twice; any other candidate is returned as it is.
 func (p *pipeline) profileSkipped(ctx context.Context, c store.Candidate) (store.Candidate, error) {
-	if c.Status != store.StatusProfiled || c.Timing == nil || c.Metrics == nil ||
-		!strings.HasPrefix(c.Metrics.Fallback, notProfiled) || p.cfg.ProfileCandidates == configs.ProfileNone {
+	if !p.profilePending(c) {
 		return c, nil
 	}
 	return p.profileCandidate(ctx, c, "")
+}
+
+// profilePending reports whether c was timed but left unprofiled, for
+// profileSkipped to profile.
+func (p *pipeline) profilePending(c store.Candidate) bool {
+	return c.Status == store.StatusProfiled && c.Timing != nil && c.Metrics != nil &&
+		strings.HasPrefix(c.Metrics.Fallback, notProfiled) && p.cfg.ProfileCandidates != configs.ProfileNone
 }
 
 // profileCandidate profiles a timed candidate (or, with skipped set, leaves

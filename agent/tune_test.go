@@ -157,6 +157,24 @@ type countingSession struct {
 	preparedAt []int
 	// lastAt is the number of profiles done at each LastProfile call.
 	lastAt []int
+	// order lists the stages, gates and profiles asked, in order.
+	order []string
+}
+
+func (s *countingSession) note(what string, c platform.Candidate) {
+	s.mu.Lock()
+	s.order = append(s.order, what+" "+c.ID)
+	s.mu.Unlock()
+}
+
+func (s *countingSession) StageProfile(ctx context.Context, c platform.Candidate) bool {
+	s.note("stage", c)
+	return s.Session.StageProfile(ctx, c)
+}
+
+func (s *countingSession) Accept(ctx context.Context, c platform.Candidate) (platform.Verdict, error) {
+	s.note("gate", c)
+	return s.Session.Accept(ctx, c)
 }
 
 func (s *countingSession) LastProfile() {
@@ -184,6 +202,7 @@ func counting(t testing.TB, s platform.Session) *countingSession {
 }
 
 func (s *countingSession) Profile(ctx context.Context, c platform.Candidate) (roofline.Metrics, error) {
+	s.note("profile", c)
 	s.mu.Lock()
 	s.profiled = append(s.profiled, c.ID)
 	if s.rounds != nil {
@@ -270,6 +289,26 @@ func TestProfilePolicy(t *testing.T) {
 			// that it is the run's last (nothing is started ahead after it).
 			if wantLast := tc.policy == configs.ProfileFinal; wantLast != slices.Equal(cs.lastAt, []int{0}) {
 				t.Errorf("LastProfile called with %v profiles done, want [0] only under final", cs.lastAt)
+			}
+			// Under "final" a best other than the input is staged before its
+			// acceptance gate, then profiled; nothing else is ever staged.
+			wantOrder := []string{"gate " + res.Best.ID}
+			switch {
+			case tc.policy == configs.ProfileFinal && res.Best.ID != store.InputID:
+				wantOrder = []string{"stage " + res.Best.ID, "gate " + res.Best.ID, "profile " + res.Best.ID}
+			case tc.policy == configs.ProfileFinal:
+				wantOrder = []string{"profile " + store.InputID}
+			case res.Best.ID == store.InputID:
+				wantOrder = nil
+			}
+			var order []string
+			for _, o := range cs.order {
+				if tc.policy == configs.ProfileFinal || !strings.HasPrefix(o, "profile ") {
+					order = append(order, o)
+				}
+			}
+			if !slices.Equal(order, wantOrder) {
+				t.Errorf("stages, gates and profiles %v, want %v", cs.order, wantOrder)
 			}
 			if best := all[res.Best.ID]; tc.policy != configs.ProfileNone && (best.Metrics == nil || strings.HasPrefix(best.Metrics.Fallback, notProfiled)) {
 				t.Errorf("the best %s kept the policy's synthetic metrics: %+v", best.ID, best.Metrics)

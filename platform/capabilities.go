@@ -34,6 +34,16 @@ type ProfilePreparer interface {
 	PrepareProfile()
 }
 
+// ProfileStager starts a candidate's profile early where the rest of it can
+// run alongside other work that times nothing (a run's acceptance gate): the
+// profiled process loads the problem and warms the candidate up now, and the
+// candidate's next Profile only runs the profiled call. The caller times
+// nothing on the session's GPUs until that profile. It returns at once,
+// false when nothing was staged.
+type ProfileStager interface {
+	StageProfile(ctx context.Context, c Candidate) bool
+}
+
 // ProfileEnder is told that the next profile is a run's last, so that its
 // profiler starts nothing ahead after it (worker sessions with ncu).
 type ProfileEnder interface {

@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,10 +109,12 @@ func TestProfileSandbox(t *testing.T) {
 		name       string
 		where      string // sandbox, outside (scrubbed environment), bare (kagent's own environment)
 		ahead      bool
+		staged     bool // handed over with Stage before the profile
 		wantRecord string
 	}{
 		{name: "sandboxed", where: "sandbox", wantRecord: "the run's record"},
 		{name: "sandboxed, started ahead", where: "sandbox", ahead: true, wantRecord: "the run's record"},
+		{name: "sandboxed, staged", where: "sandbox", ahead: true, staged: true, wantRecord: "the run's record"},
 		{name: "outside, scrubbed environment", where: "outside", wantRecord: "forged "},
 		{name: "bare", where: "bare", wantRecord: "forged sk-secret"},
 	} {
@@ -145,6 +149,8 @@ func TestProfileSandbox(t *testing.T) {
 				DType: "fp32", Device: "cpu", WorkDir: dirs["work"], Metrics: []string{ncu.MetricTime},
 				Ahead: tc.ahead, Timeout: 5 * time.Minute, Env: env,
 			}
+			var logs bytes.Buffer // the profiler warns where its process started ahead failed
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			switch tc.where {
 			case "sandbox":
 				iso, inside, err := ProfileSandbox(Options{Python: py, Device: "cpu"}, harnessDir,
@@ -164,9 +170,16 @@ func TestProfileSandbox(t *testing.T) {
 			if tc.ahead {
 				p.Prestart()
 			}
-			m, err := p.Profile(context.Background(), platform.Candidate{ID: "c1", Path: cand, Source: src})
+			c := platform.Candidate{ID: "c1", Path: cand, Source: src}
+			if tc.staged && !p.Stage(c) {
+				t.Fatal("Stage refused")
+			}
+			m, err := p.Profile(context.Background(), c)
 			if err != nil || m.TimeMS <= 0 {
 				t.Fatalf("Profile = %+v, %v; want the fake ncu's metrics", m, err)
+			}
+			if logs.Len() > 0 {
+				t.Errorf("the profiler warned:\n%s", logs.String())
 			}
 			alive := !proctest.Gone(victim.Process.Pid) // a killed child stays a zombie until reaped
 			data, _ := os.ReadFile(record)
@@ -229,7 +242,7 @@ def get_init_inputs():
 
 // TestProfileSandboxGPU runs the real ncu in the sandbox on an NVIDIA GPU:
 // the probe, then profiles of a Triton kernel whose module attacks the run
-// (fresh and started ahead), against one outside the sandbox. It logs what
+// (fresh, started ahead, and staged), against one outside the sandbox. It logs what
 // each took.
 func TestProfileSandboxGPU(t *testing.T) {
 	py := os.Getenv("KAGENT_PYTHON")
@@ -279,7 +292,9 @@ func TestProfileSandboxGPU(t *testing.T) {
 		name      string
 		sandboxed bool
 		ahead     bool
-	}{{"sandboxed", true, false}, {"sandboxed, started ahead", true, true}, {"unsandboxed", false, false}} {
+		staged    bool // staged 15 s before the profile, as alongside a run's acceptance gate
+	}{{"sandboxed", true, false, false}, {"sandboxed, started ahead", true, true, false},
+		{"sandboxed, staged", true, true, true}, {"unsandboxed", false, false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			record := filepath.Join(runDir, "record.txt")
 			write(t, record, "the run's record", 0o644)
@@ -302,12 +317,16 @@ func TestProfileSandboxGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
+			c := platform.Candidate{ID: "box", Path: cand, Source: src}
 			if tc.ahead {
 				p.Prestart()
-				time.Sleep(15 * time.Second) // its imports, as while a round runs
+				if tc.staged && !p.Stage(c) {
+					t.Fatal("Stage refused")
+				}
+				time.Sleep(15 * time.Second) // its imports (and the staged warm-up), as while a round runs
 			}
 			start := time.Now()
-			m, err := p.Profile(context.Background(), platform.Candidate{ID: "box", Path: cand, Source: src})
+			m, err := p.Profile(context.Background(), c)
 			took := time.Since(start)
 			if err != nil {
 				t.Fatal(err)

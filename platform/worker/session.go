@@ -237,9 +237,11 @@ func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Ve
 	v, err := s.gate(ctx, l, c)
 	if err == nil && v.Failure == "oom" {
 		// The candidate passed in the warm worker; out of memory in a fresh
-		// process may be memory another process was still giving back. It
-		// fails the gate only if it runs out of memory a second time.
+		// process may be memory another process was still giving back, or a
+		// staged profile holds (StageProfile): that one ends first. It fails
+		// the gate only if it runs out of memory a second time.
 		s.Engine.logf("the acceptance gate ran out of device memory; trying once more", "candidate", c.ID)
+		s.unstage(-1)
 		v, err = s.gate(ctx, l, c)
 	}
 	return v, err
@@ -284,6 +286,7 @@ func (s *Session) Profile(ctx context.Context, c platform.Candidate) (roofline.M
 	if err != nil {
 		return roofline.Metrics{}, err
 	}
+	s.unstage(l.slot.index) // a profile staged on another GPU is not this one's
 	// The profiled process imports the shared copy of the harness: undo
 	// whatever a candidate may have changed there since.
 	if _, err := harness.Install(s.cache); err != nil {

@@ -340,3 +340,113 @@ func TestLastProfileStartsNothingAhead(t *testing.T) {
 		t.Error("a process was started ahead after the last profile")
 	}
 }
+
+// stageCandidate leaves called-PID-N in SHIM_DIR at its N-th call.
+const stageCandidate = `
+import os
+
+_calls = [0]
+
+def kernel_function(x, y):
+    _calls[0] += 1
+    open(os.path.join(os.environ["SHIM_DIR"], "called-%d-%d" % (os.getpid(), _calls[0])), "w").close()
+    return axpy(x, y)
+
+def axpy(x, y):
+    return 2.0 * x + y
+`
+
+// stagedCandidate writes stageCandidate next to the fixture's candidate as
+// name and returns it.
+func (f *aheadFixture) stagedCandidate(t *testing.T, id, name string) platform.Candidate {
+	t.Helper()
+	path := filepath.Join(filepath.Dir(f.cand.Path), name)
+	if err := os.WriteFile(path, []byte(stageCandidate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return platform.Candidate{ID: id, Path: path, Source: stageCandidate}
+}
+
+// A staged profile warms its candidate up before Profile is called; the
+// profile then runs only the profiled call, in that same process.
+func TestStagedProfileWarmsUpAhead(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	c := f.stagedCandidate(t, "c1", "staged.py")
+	if !f.p.Stage(c) || !f.p.Stage(c) {
+		t.Fatal("Stage refused")
+	}
+	// The default warm-up is 3 calls, all before the profile is asked for.
+	warm := "called-" + first[0] + "-3"
+	proctest.Wait(t, "the staged process did not warm its candidate up", func() bool {
+		_, err := os.Stat(filepath.Join(f.shim, warm))
+		return err == nil
+	})
+	if ran := f.pids(t, "ran"); len(ran) != 0 {
+		t.Fatalf("the staged process finished before its profile: %v", ran)
+	}
+	if _, err := os.Stat(filepath.Join(f.shim, "called-"+first[0]+"-4")); err == nil {
+		t.Fatal("the profiled call ran before the profile was asked for")
+	}
+	m, err := f.p.Profile(context.Background(), c)
+	if err != nil || m.TimeMS <= 0 {
+		t.Fatalf("Profile = %+v, %v", m, err)
+	}
+	if ran := f.pids(t, "ran"); !slices.Equal(ran, first) {
+		t.Fatalf("ran %v, want the staged process %v", ran, first)
+	}
+	if _, err := os.Stat(filepath.Join(f.shim, "called-"+first[0]+"-4")); err != nil {
+		t.Error("the staged process did not run the profiled call")
+	}
+	if _, err := os.Stat(filepath.Join(f.shim, "called-"+first[0]+"-5")); err == nil {
+		t.Error("the staged process warmed up again after its go")
+	}
+}
+
+// A profile of another candidate ends the staged process and runs on its
+// own; Unstage ends a staged process; neither turns starting ahead off.
+func TestStagedProfileOfAnotherCandidate(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	c := f.stagedCandidate(t, "c1", "staged.py")
+	if !f.p.Stage(c) {
+		t.Fatal("Stage refused")
+	}
+	f.profile(t) // the fixture's own candidate, c1 of another source
+	waitGone(t, first[0], "the process staged for another candidate still runs")
+	if ran := f.pids(t, "ran"); len(ran) != 1 || ran[0] == first[0] {
+		t.Fatalf("ran %v: want one process that was not staged for another candidate", ran)
+	}
+	f.p.mu.Lock()
+	noAhead := f.p.noAhead
+	f.p.mu.Unlock()
+	if noAhead != "" {
+		t.Fatalf("dropping a staged profile turned starting ahead off: %s", noAhead)
+	}
+	// Stage again (the next process started ahead takes the job), then Unstage.
+	if !f.p.Stage(c) {
+		t.Fatal("Stage refused")
+	}
+	f.p.mu.Lock()
+	a := f.p.ahead
+	f.p.mu.Unlock()
+	f.p.Unstage()
+	proctest.Await(t, a.run.done, "Unstage left the staged process running")
+	f.p.mu.Lock()
+	left := f.p.ahead
+	f.p.mu.Unlock()
+	if left != nil {
+		t.Error("Unstage left a process to profile with")
+	}
+}
+
+// Without starting ahead, nothing is staged.
+func TestStageNeedsAhead(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	f.p.cfg.Ahead = false
+	if f.p.Stage(f.cand) {
+		t.Fatal("Stage staged a profile with starting ahead off")
+	}
+}

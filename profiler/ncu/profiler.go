@@ -16,7 +16,9 @@
 // torch, Triton and the harness and waits for a job file naming the
 // candidate, so that its start-up overlaps other work. Runner.Start and
 // Pending.Finish run such a process; the GPU lock is taken only when the
-// job is handed over.
+// job is handed over. Profiler.Stage hands a candidate to that process
+// early: it builds the inputs and warms the candidate up at once, and the
+// candidate's Profile only runs the profiled call.
 //
 // With Config.Isolate, ncu and the profiled program run in an OS sandbox
 // (the platform's, platform/worker.ProfileSandbox) that shows them the
@@ -28,6 +30,8 @@ package ncu
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,6 +172,9 @@ type ahead struct {
 	run *Pending
 	dir string // its wrapper, job file and log; removed when it ends
 	job string
+	// staged is the candidate whose job it was handed by Stage ("" until
+	// then), and goFile the file whose creation starts its profiled call.
+	staged, goFile string
 }
 
 // New checks cfg and returns a Profiler. It does not look for ncu yet, so a
@@ -267,10 +274,11 @@ func (p *Profiler) startAhead() (*ahead, error) {
 	return &ahead{run: run, dir: dir, job: w.JobFile}, nil
 }
 
-// takeAhead hands the waiting process to one profile; nil when there is
-// none or it has ended. One that ended for another reason than waiting in
-// vain (IdleSeconds) turns starting ahead off.
-func (p *Profiler) takeAhead() *ahead {
+// takeAhead hands the waiting process to the profile of c; nil when there
+// is none, it has ended, or it was staged for another candidate (then it is
+// ended: its warm-up was for nothing). One that ended for another reason
+// than waiting in vain (IdleSeconds) turns starting ahead off.
+func (p *Profiler) takeAhead(c platform.Candidate) *ahead {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ahead != nil && p.ahead.run.Exited() {
@@ -280,9 +288,69 @@ func (p *Profiler) takeAhead() *ahead {
 		}
 		p.dropAhead()
 	}
+	if p.ahead != nil && p.ahead.staged != "" && p.ahead.staged != stageKey(c) {
+		p.dropAhead()
+	}
 	a := p.ahead
 	p.ahead = nil
 	return a
+}
+
+// stageKey names a candidate's staged job: its ID and source.
+func stageKey(c platform.Candidate) string {
+	sum := sha256.Sum256([]byte(c.Source))
+	return c.ID + "@" + hex.EncodeToString(sum[:])
+}
+
+// Stage hands c's profile to the process started ahead now (starting one
+// when none waits): it builds the inputs, imports c and warms it up (Triton
+// compiles there) at once, then waits for Profile(c) to run the profiled
+// call. That warm-up runs on the GPU outside the profile lock, so Stage is
+// for a moment when nothing on this GPU is timed until c's profile (a run's
+// end, alongside its acceptance gate, which only verifies). It returns at
+// once, false when nothing was staged (starting ahead is off or failed). A
+// later profile of another candidate ends the staged process unused; Unstage
+// ends it now.
+func (p *Profiler) Stage(c platform.Candidate) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cfg.Ahead || p.closed || p.noAhead != "" {
+		return false
+	}
+	key := stageKey(c)
+	if p.ahead != nil && p.ahead.staged == key && !p.ahead.run.Exited() {
+		return true
+	}
+	if p.ahead != nil && (p.ahead.staged != "" || p.ahead.run.Exited()) {
+		p.dropAhead()
+	}
+	if p.ahead == nil {
+		a, err := p.startAhead()
+		if err != nil {
+			p.logger().Warn("ncu: could not start a process to stage the profile in", "candidate", c.ID, "err", err)
+			return false
+		}
+		p.ahead = a
+	}
+	a := p.ahead
+	err := p.submitJob(a, c.Path, filepath.Join(a.dir, "go"))
+	if err != nil {
+		p.logger().Warn("ncu: could not stage the profile", "candidate", c.ID, "err", err)
+		p.dropAhead()
+		return false
+	}
+	a.staged, a.goFile = key, filepath.Join(a.dir, "go")
+	return true
+}
+
+// Unstage ends a process staged for a profile, if any (its memory is
+// needed elsewhere).
+func (p *Profiler) Unstage() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ahead != nil && p.ahead.staged != "" {
+		p.dropAhead()
+	}
 }
 
 // dropAhead ends the waiting process; p.mu is held.
@@ -304,21 +372,33 @@ func (p *Profiler) Close() error {
 	return nil
 }
 
-// profileAhead hands the candidate to a process started ahead and waits
-// for its report.
+// profileAhead hands the candidate to a process started ahead (or tells
+// the one staged for it to go on) and waits for its report.
 func (p *Profiler) profileAhead(ctx context.Context, a *ahead, path string) (*Report, error) {
 	defer os.RemoveAll(a.dir)
 	return a.run.Finish(ctx, func() error {
-		path, err := p.visibleCandidate(path, a.dir)
-		if err != nil {
-			return err
+		if a.staged != "" {
+			return atomicfile.Write(a.goFile, nil, 0o644)
 		}
-		data, err := json.Marshal(job{CandidatePath: path, Entry: p.cfg.Entry})
-		if err != nil {
-			return err
-		}
-		return atomicfile.Write(a.job, data, 0o644)
+		return p.submitJob(a, path, "")
 	})
+}
+
+// submitJob writes a's job file for the candidate at path (copied into a's
+// folder where the profile is sandboxed); goFile set stages it.
+func (p *Profiler) submitJob(a *ahead, path, goFile string) error {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	path, err := p.visibleCandidate(path, a.dir)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(job{CandidatePath: path, Entry: p.cfg.Entry, GoFile: goFile})
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(a.job, data, 0o644)
 }
 
 func (p *Profiler) logger() *slog.Logger {
@@ -355,7 +435,7 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 	var launches []Launch
 	var err error
 	metrics := p.cfg.Metrics
-	if a := p.takeAhead(); a != nil {
+	if a := p.takeAhead(c); a != nil {
 		rep, err = p.profileAhead(ctx, a, path)
 		if err == nil {
 			if launches = rep.Select(filter); len(launches) == 0 {

@@ -54,7 +54,9 @@ type Wrapper struct {
 	// torch, Triton and the harness, touches no GPU, and waits for JobFile
 	// (a JSON object with candidate_path and entry, written whole) for at
 	// most IdleSeconds (0 = 600) before exiting with status 3.
-	// CandidatePath and Entry are then ignored.
+	// CandidatePath and Entry are then ignored. A job with go_file is
+	// staged: loaded and warmed up at once, its profiled call waits (as
+	// long again at most) for go_file to exist.
 	JobFile     string
 	IdleSeconds int
 }
@@ -63,14 +65,17 @@ type Wrapper struct {
 type job struct {
 	CandidatePath string `json:"candidate_path"`
 	Entry         string `json:"entry"`
+	// GoFile, when set, stages the job: the script loads and warms up the
+	// candidate at once and runs the profiled call once GoFile exists.
+	GoFile string `json:"go_file,omitempty"`
 }
 
 // defaultIdleSeconds is how long a script started ahead waits for its job.
 const defaultIdleSeconds = 600
 
 // idleExitMessage starts the line a script started ahead prints when no
-// job came.
-const idleExitMessage = "kagent: no profile job within"
+// job came, or no go file after a staged job.
+const idleExitMessage = "kagent: no profile "
 
 // phasesLine matches the line the wrapper prints last: the seconds of its
 // loading, its warm-up and its profiled call (ncu's replay passes are in the

@@ -1,0 +1,112 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/kagent-kernels/kagent/harness"
+	"github.com/kagent-kernels/kagent/platform"
+)
+
+// A run's last profile (the best's, under profile_candidates final) comes
+// right after its acceptance gate, which verifies in a fresh process and
+// times nothing. StageProfile lets the profiled process load the problem and
+// warm the candidate up while the gate runs, so that the profile that follows
+// is only its profiled call.
+
+// Device memory, in draws' inputs plus outputs, of the processes a staged
+// profile runs beside (see profileFootprint for the worker and one more).
+const (
+	// gateFootprint is the acceptance gate's process: its draws with their
+	// references, verification's copies and outputs, its runner's buffers.
+	gateFootprint = 7
+	// stagedFootprint is a staged profile's process: one draw, the
+	// warm-up's outputs until they are freed, and the copies ncu may keep of
+	// what the profiled kernel writes.
+	stagedFootprint = 3
+)
+
+// stager is a profiler that can stage a candidate's profile (profiler/ncu).
+type stager interface {
+	Stage(c platform.Candidate) bool
+	Unstage()
+}
+
+// StageProfile stages c's profile on one GPU: its profiler's process builds
+// the inputs, imports c and warms it up now, and c's next Profile only runs
+// the profiled call. The warm-up runs on the GPU while the caller goes on,
+// so the caller must time nothing there until that profile (the agent
+// stages the best before its acceptance gate). Nothing is staged where the
+// profiler cannot stage, or where the staged process might leave the gate
+// short of memory: where the worker's copy of the problem, the gate's and
+// the staged one do not fit together, the worker's copy is freed first;
+// where the gate's and the staged one alone do not fit, nothing is staged.
+// It reports whether c's profile was staged.
+func (s *Session) StageProfile(ctx context.Context, c platform.Candidate) bool {
+	if s.cfg.Profiler == nil {
+		return false
+	}
+	fits, freeWorker := s.stageRoom()
+	if !fits {
+		s.Engine.logf("the profile is not staged beside the acceptance gate: the device may not hold both", "candidate", c.ID)
+		return false
+	}
+	l, err := s.Engine.pool.Acquire(ctx)
+	if err != nil {
+		return false
+	}
+	defer l.Release()
+	p, err := s.profiler(l.slot)
+	if err != nil {
+		return false
+	}
+	st, ok := p.(stager)
+	if !ok {
+		return false
+	}
+	// As Profile does before its profiled process reads them.
+	if _, err := harness.Install(s.cache); err != nil {
+		return false
+	}
+	if err := s.Engine.req.Repin(); err != nil {
+		return false
+	}
+	if freeWorker {
+		if err := s.Engine.release(ctx, l); err != nil {
+			return false
+		}
+	}
+	s.unstage(l.slot.index)
+	return st.Stage(c)
+}
+
+// stageRoom reports whether a staged profile fits beside the acceptance
+// gate, and whether only once the worker's copy of the problem is freed.
+// Unknown sizes stage nothing.
+func (s *Session) stageRoom() (fits, freeWorker bool) {
+	s.Engine.mu.Lock()
+	info := s.Engine.info
+	s.Engine.mu.Unlock()
+	total := s.Hello.Device.TotalMemory
+	if info == nil || total <= 0 {
+		return false, false
+	}
+	draw, room := info.BytesIn+info.BytesOut, 0.9*float64(total)
+	switch {
+	case (profileFootprint+stagedFootprint)*draw <= room:
+		return true, false
+	case (gateFootprint+stagedFootprint)*draw <= room:
+		return true, true
+	}
+	return false, false
+}
+
+// unstage ends the profiles staged on every slot but keep (-1: all).
+func (s *Session) unstage(keep int) {
+	s.profMu.Lock()
+	defer s.profMu.Unlock()
+	for i, p := range s.profilers {
+		if st, ok := p.(stager); ok && i != keep {
+			st.Unstage()
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kagent-kernels/kagent/platform"
+	"github.com/kagent-kernels/kagent/roofline"
+)
+
+// stageProfiler records the stages asked of it, whether the session's
+// worker still held the problem at each, and its unstages.
+type stageProfiler struct {
+	s        **Session
+	staged   []string
+	held     []bool
+	unstaged int
+}
+
+func (p *stageProfiler) Profile(context.Context, platform.Candidate) (roofline.Metrics, error) {
+	return roofline.Metrics{Source: "test", TimeMS: 1}, nil
+}
+
+func (p *stageProfiler) Stage(c platform.Candidate) bool {
+	e := (*p.s).Engine
+	e.mu.Lock()
+	p.held = append(p.held, len(e.loaded) > 0)
+	e.mu.Unlock()
+	p.staged = append(p.staged, c.ID)
+	return true
+}
+
+func (p *stageProfiler) Unstage() { p.unstaged++ }
+
+// TestStageProfile: a profile is staged as is where the worker's copy of the
+// problem, the gate's and the staged one fit on the device; after freeing the
+// worker's copy where only the gate's and the staged one fit; not at all on a
+// smaller device. A profile on one GPU ends what was staged on another.
+func TestStageProfile(t *testing.T) {
+	var s *Session
+	prof := &stageProfiler{s: &s}
+	s, cand := addReluSession(t, EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5}, prof)
+	c := platform.Candidate{ID: "ok", Path: cand}
+	ctx := context.Background()
+	if v, err := s.Verify(ctx, c); err != nil || !v.Passed {
+		t.Fatalf("verify: %+v %v", v, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	draw := info.BytesIn + info.BytesOut
+	for _, tc := range []struct {
+		name          string
+		draws         float64 // the device's memory, in draws
+		staged, freed bool
+	}{
+		{"roomy", 20, true, false},
+		{"tight", 12, true, true},
+		{"too small", 10, false, false},
+	} {
+		if v, err := s.Verify(ctx, c); err != nil || !v.Passed { // (re)loads the problem
+			t.Fatalf("%s: verify: %+v %v", tc.name, v, err)
+		}
+		s.Hello.Device.TotalMemory = int64(tc.draws * draw)
+		before := len(prof.staged)
+		got := s.StageProfile(ctx, c)
+		if got != tc.staged || (len(prof.staged) > before) != tc.staged {
+			t.Fatalf("%s: StageProfile = %v with stages %v, want %v", tc.name, got, prof.staged, tc.staged)
+		}
+		if tc.staged && prof.held[len(prof.held)-1] == tc.freed {
+			t.Errorf("%s: the worker held the problem when staged: %v, want %v", tc.name, !tc.freed, !tc.freed)
+		}
+	}
+	other := &stageProfiler{s: &s}
+	s.profMu.Lock()
+	s.profilers[1] = other
+	s.profMu.Unlock()
+	unstaged := prof.unstaged
+	if _, err := s.Profile(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if other.unstaged != 1 || prof.unstaged != unstaged {
+		t.Errorf("unstaged: other GPU %d, this one %d more: want 1 and 0", other.unstaged, prof.unstaged-unstaged)
+	}
+}
