@@ -102,6 +102,7 @@ class Runner:
         # Triton's compiles in this runner (the compiles op): a diagnostic
         # the judge records with the verdict, never a check.
         self.compiles: Dict[str, Any] = {"compiled": 0, "cache_hits": 0, "seconds": 0.0}
+        self.calls = 0  # calls served (KAGENT_TRACE's first-call lines)
 
     # -- helpers --
 
@@ -465,9 +466,13 @@ class Runner:
         if req.get("count") and launch_support()[0]:
             counter = LaunchCounter()
         like = [torch.empty(int(n), dtype=torch.uint8, device="meta") for n in req.get("like") or []]
+        marks = [time.monotonic()] if TRACE else []
         try:
             if poison:
                 poison_free_memory(self.device, like)
+            if TRACE:
+                self.device.synchronize()
+                marks.append(time.monotonic())
             with torch.no_grad():
                 with poisoned_allocations() if poison else contextlib.nullcontext():
                     with counter if counter is not None else contextlib.nullcontext():
@@ -481,9 +486,19 @@ class Runner:
                 failure = _Failure("tamper", str(exc))
             raise failure from None
         self._check_guard("the call")
+        if TRACE:
+            marks.append(time.monotonic())
         meta = self._describe_out(out, dests, [0])
         self.device.synchronize()
         self._write_back()
+        if TRACE:
+            # Where a call's time went (the runner's first call apart: it
+            # pays for what later calls find ready), for scripts/trace_summary.py.
+            marks.append(time.monotonic())
+            self.calls += 1
+            name = "call1" if self.calls == 1 else "calln"
+            for part, began, ended in zip(("poison", "run", "out"), marks, marks[1:]):
+                _log(f"trace op {name}_{part} {ended - began:.4f} s")
         # The outputs of verification calls stay alive here until the judge
         # releases them, as a caller holding its results would keep them: a
         # later call that returns one of these buffers again shows the same
