@@ -307,8 +307,11 @@ func TestProfileSandboxGPU(t *testing.T) {
 			src := fmt.Sprintf(gpuBoxCandidate, victim.Process.Pid, record, problemDir)
 			cand := filepath.Join(runDir, "kernel.py")
 			write(t, cand, src, 0o644)
+			var logs bytes.Buffer // the profiler's line on where the profile's time went
 			cfg := ncu.Config{NCUPath: tool, Python: py, HarnessDir: harnessDir, ProblemPath: filepath.Join(problemDir, "problem.py"),
-				DType: "fp32", WorkDir: t.TempDir(), Ahead: tc.ahead, Timeout: 5 * time.Minute}
+				DType: "fp32", WorkDir: t.TempDir(), Ahead: tc.ahead, Timeout: 5 * time.Minute,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			defer func() { t.Logf("profiler log:\n%s", logs.String()) }()
 			if tc.sandboxed {
 				cfg.Isolate, cfg.Python = iso, inside
 			}

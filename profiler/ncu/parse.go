@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxCSVBytes bounds what Parse reads (a raw page is a few KiB per launch).
@@ -46,6 +47,10 @@ type Report struct {
 	// Phases is what the wrapper said its loading, warm-up and profiled
 	// call took ("" when it did not say): set by the runner, for the log.
 	Phases string
+	// AfterProgram is how long the run went on after the wrapper's profiled
+	// call was done (ncu's own results and the processes' end; 0 when the
+	// wrapper did not say): set by the runner, for the log.
+	AfterProgram time.Duration
 }
 
 // columns locates the launch-identifying columns of a header. They come

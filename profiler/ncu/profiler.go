@@ -473,7 +473,8 @@ func (p *Profiler) Profile(ctx context.Context, c platform.Candidate) (roofline.
 		warnings = append(warnings, "ncu did not report (unknown to this ncu or GPU): "+strings.Join(missing, ", "))
 	}
 	passes, saved := replayCost(launches)
-	p.logger().Debug("ncu profile", "candidate", c.ID, "wrapper", rep.Phases, "replay_passes", passes, "bytes_saved", saved)
+	p.logger().Info("ncu profile", "candidate", c.ID, "wrapper", rep.Phases, "after_program", rep.AfterProgram.Round(time.Millisecond),
+		"replay_passes", passes, "bytes_saved", saved)
 	m, err := Aggregate(launches, metrics)
 	if err != nil {
 		return roofline.Metrics{}, fmt.Errorf("profile %s: %w", c.ID, err)

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -166,6 +168,7 @@ func (r *Runner) report(res proc.Result, logPath string, timeout time.Duration) 
 		return nil, fail(err, "")
 	}
 	rep.Phases = wrapperPhases(output)
+	rep.AfterProgram = afterProgram(output, time.Now())
 	if len(rep.Launches) == 0 {
 		detail := "the marked call launched no kernel matching the filter"
 		if len(rep.Available) > 0 {
@@ -384,6 +387,33 @@ func wrapperPhases(output string) string {
 		}
 	}
 	return ""
+}
+
+// doneLine matches the line the wrapper prints when its profiled call is
+// done, with the wall clock then.
+var doneLine = regexp.MustCompile(`^kagent: profiled call done at ([0-9]+(?:\.[0-9]+)?)$`)
+
+// afterProgram is how long before now the wrapper said its profiled call
+// was done; 0 when it did not say, or said something impossible (the
+// candidate runs in the same process and may print such a line too, so it
+// is only ever logged).
+func afterProgram(output string, now time.Time) time.Duration {
+	for _, line := range strings.Split(output, "\n") {
+		m := doneLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		at, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return 0
+		}
+		d := now.Sub(time.UnixMilli(int64(math.Round(at * 1e3))))
+		if d < 0 || d > time.Hour {
+			return 0
+		}
+		return d
+	}
+	return 0
 }
 
 // maxPhasesLen bounds the phases logged (the wrapper's own line is about 60 bytes).

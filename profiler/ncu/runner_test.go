@@ -350,6 +350,18 @@ func TestReplayCostAndPhases(t *testing.T) {
 	if got := wrapperPhases("kagent: profiled call done\n"); got != "" {
 		t.Errorf("wrapperPhases without the line = %q, want empty", got)
 	}
+	now := time.UnixMilli(1_800_000_002_500)
+	for line, want := range map[string]time.Duration{
+		"kagent: profiled call done at 1800000000.250": 2250 * time.Millisecond,
+		"kagent: profiled call done":                   0, // no clock
+		"kagent: profiled call done at 1800000009.000": 0, // after now
+		"kagent: profiled call done at 1000":           0, // long before the run
+		"kagent: profiled call done at 1e400":          0,
+	} {
+		if got := afterProgram("==PROF== Connected\n"+line+"\n", now); got != want {
+			t.Errorf("afterProgram(%q) = %s, want %s", line, got, want)
+		}
+	}
 	// The candidate shares the wrapper's process and may print a line of its
 	// own: only maxPhasesLen bytes of it are kept.
 	if got := wrapperPhases("kagent: profile phases: " + strings.Repeat("x", 10000) + "\n"); len(got) != maxPhasesLen {

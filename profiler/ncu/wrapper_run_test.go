@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The problem logs every reference forward and the candidate every call, to
@@ -110,7 +111,11 @@ func TestWrapperRunsTheHarness(t *testing.T) {
 	if !strings.HasPrefix(call, "candidate call (5, 16) w ") || strings.HasSuffix(call, " w 0.0") {
 		t.Errorf("first line %q: want a call on the overridden shape with the reference's (nonzero) weights", call)
 	}
-	want := []string{call, call, "range push " + RangeName, "profiler start", call, "profiler stop", "range pop", "kagent: profiled call done"}
+	done := got[len(got)-1]
+	if at := afterProgram(done, time.Now()); !strings.HasPrefix(done, "kagent: profiled call done at ") || at <= 0 {
+		t.Errorf("last line %q: want the wall clock when the profiled call was done (read back: %s)", done, at)
+	}
+	want := []string{call, call, "range push " + RangeName, "profiler start", call, "profiler stop", "range pop", done}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("wrapper printed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
