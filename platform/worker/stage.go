@@ -16,13 +16,16 @@ import (
 // Device memory, in draws' inputs plus outputs, of the processes a staged
 // profile runs beside (see profileFootprint for the worker and one more).
 const (
-	// gateFootprint is the acceptance gate's process: its draws with their
-	// references, verification's copies and outputs, its runner's buffers.
-	gateFootprint = 7
-	// stagedFootprint is a staged profile's process: one draw, the
-	// warm-up's outputs until they are freed, and the copies ncu may keep of
-	// what the profiled kernel writes.
-	stagedFootprint = 3
+	// gateFootprint is the acceptance gate's process at its peak: its three
+	// draws with their references (3), verification's input copies and the
+	// draws' outputs (2.5, PROTOCOL.md), the runner's outputs, kept until
+	// all draws ran (1.5), and the buffers shared with it (1).
+	gateFootprint = 8
+	// stagedFootprint is a staged profile's process while the gate runs:
+	// one draw's inputs and two warm-up outputs at most (1.5), rounded up.
+	// What ncu keeps for its replay passes comes only with the profiled
+	// call, after the gate.
+	stagedFootprint = 2
 )
 
 // stager is a profiler that can stage a candidate's profile (profiler/ncu).
