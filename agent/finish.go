@@ -93,10 +93,10 @@ func (l *loop) prepareFinalProfile() {
 // c's acceptance gate, which times nothing: the profiled process loads the
 // problem and warms c up while the gate verifies it. Only where c would be
 // profiled right after the gate: under profile_candidates final, c not
-// profiled yet, and no held-out screen (which times) between the two.
+// profiled yet, and no held-out screen (which times) due between the two.
 func (l *loop) stageFinalProfile(ctx context.Context, c store.Candidate) {
 	st, ok := l.in.Session.(platform.ProfileStager)
-	if !ok || l.cfg.ProfileCandidates != configs.ProfileFinal || l.scr != nil || !l.profilePending(c) {
+	if !ok || l.cfg.ProfileCandidates != configs.ProfileFinal || !l.profilePending(c) || l.scr != nil && l.scr.heldOutDue() {
 		return
 	}
 	if st.StageProfile(ctx, l.platformCandidate(c)) {

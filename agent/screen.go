@@ -148,14 +148,10 @@ func (s *screener) heldOut(ctx context.Context) error {
 	if err := s.load(); err != nil {
 		return err
 	}
-	sc := s.l.cfg.StrategyConfig
-	pct := cmp.Or(sc.HeldOutWithinPct, heldOutWithinPct)
+	pct := cmp.Or(s.l.cfg.StrategyConfig.HeldOutWithinPct, heldOutWithinPct)
 	var picked []screenLine
 	var cs []platform.Candidate
-	for _, d := range contenders(s.passed(), cmp.Or(sc.HeldOutTop, heldOutTop), pct) {
-		if d.HeldOut {
-			continue
-		}
+	for _, d := range s.heldOutPicks() {
 		rel := fmt.Sprintf("screen/%s.py", d.Hash[:16])
 		src, err := os.ReadFile(s.l.art.path(rel))
 		if err != nil {
@@ -194,6 +190,33 @@ func (s *screener) heldOut(ctx context.Context) error {
 		ScreenS: rep.Duration.Seconds(), Compiled: rep.Compiled, Reason: rep.Method,
 		LoadS: rep.Phases["load_s"], CompileS: rep.Phases["compile_s"]})
 	return nil
+}
+
+// heldOutPicks are the contenders heldOut screens: those not screened at
+// the held-out shapes yet. s.mu is held and s.done loaded.
+func (s *screener) heldOutPicks() []screenLine {
+	sc := s.l.cfg.StrategyConfig
+	var out []screenLine
+	for _, d := range contenders(s.passed(), cmp.Or(sc.HeldOutTop, heldOutTop), cmp.Or(sc.HeldOutWithinPct, heldOutWithinPct)) {
+		if !d.HeldOut {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// heldOutDue reports whether heldOut would screen (and so time) anything
+// now; true where the screens cannot be read back, to be safe.
+func (s *screener) heldOutDue() bool {
+	if len(s.l.in.Task.Options.Shapes) == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(); err != nil {
+		return true
+	}
+	return len(s.heldOutPicks()) > 0
 }
 
 // contenders are the top fastest of passed (fastest first), each within

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kagent-kernels/kagent/kerneldir"
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/search"
 )
@@ -230,5 +231,39 @@ func TestContenders(t *testing.T) {
 	}
 	if got := contenders(nil, heldOutTop, heldOutWithinPct); len(got) != 0 {
 		t.Errorf("contenders of nothing = %v", got)
+	}
+}
+
+// TestHeldOutDue: a held-out screen is due (and a final profile is then not
+// staged before the acceptance gate, as that screen times) only where the
+// problem has held-out shapes and a passed contender has not been screened
+// there yet.
+func TestHeldOutDue(t *testing.T) {
+	art, err := newArtifacts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink strings.Builder
+	l := &loop{pipeline: &pipeline{art: art, in: RunInput{Task: &kerneldir.Task{}}}}
+	l.ev = &emitter{progress: &sink, now: time.Now}
+	s := &screener{l: l, sc: &countingScreener{}}
+	if s.heldOutDue() {
+		t.Fatal("due with nothing screened and no held-out shapes")
+	}
+	if _, err := s.Screen(context.Background(), []search.Variant{{Label: "A=1", Source: "a = 1\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s.heldOutDue() {
+		t.Fatal("due without held-out shapes")
+	}
+	l.in.Task.Options.Shapes = []map[string]any{{"N": 3}}
+	if !s.heldOutDue() {
+		t.Fatal("not due with a passed contender and held-out shapes")
+	}
+	if err := s.heldOut(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s.heldOutDue() {
+		t.Fatal("still due once every contender was screened at the held-out shapes")
 	}
 }

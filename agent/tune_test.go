@@ -143,6 +143,13 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
+// spacer is a tuner that also lists its variants as a space.
+type spacer struct{ search.Tuner }
+
+func (s spacer) Space(ctx context.Context, source string, max int) ([]search.Variant, error) {
+	return s.Variants(ctx, source, max)
+}
+
 // countingSession records the candidates the profiler is asked to run on;
 // the rest of the worker session (its acceptance gate, problem info) is as is.
 type countingSession struct {
@@ -237,7 +244,10 @@ func TestProfilePolicy(t *testing.T) {
 			cfg.ProfileCandidates = tc.policy
 			var calls atomic.Int32
 			in := e.input(cfg, nil)
-			in.Tuner = fakeTuner(t, &calls)
+			// A tuner that also lists a space, as the knob tuner does: the run
+			// then has a screener, which screens nothing held out here (the
+			// problem has no held-out shapes), so the final profile is staged.
+			in.Tuner = spacer{fakeTuner(t, &calls)}
 			cs := counting(t, e.sess)
 			cs.rounds = func() int { return e.eventKinds()[EventRoundFinished] }
 			in.Session = cs
