@@ -94,12 +94,18 @@ func (l *loop) prepareFinalProfile() {
 // problem and warms c up while the gate verifies it. Only where c would be
 // profiled right after the gate: under profile_candidates final, c not
 // profiled yet, and no held-out screen (which times) due between the two.
-func (l *loop) stageFinalProfile(ctx context.Context, c store.Candidate) {
+// Otherwise whatever was staged before (for a candidate that failed its
+// gate) is ended, so that it does not run beside c's gate.
+func (l *loop) stageFinalProfile(ctx context.Context, c *store.Candidate) {
 	st, ok := l.in.Session.(platform.ProfileStager)
-	if !ok || l.cfg.ProfileCandidates != configs.ProfileFinal || !l.profilePending(c) || l.scr != nil && l.scr.heldOutDue() {
+	if !ok {
 		return
 	}
-	if st.StageProfile(ctx, l.platformCandidate(c)) {
+	if c == nil || l.cfg.ProfileCandidates != configs.ProfileFinal || !l.profilePending(*c) || l.scr != nil && l.scr.heldOutDue() {
+		st.UnstageProfile()
+		return
+	}
+	if st.StageProfile(ctx, l.platformCandidate(*c)) {
 		l.log.Debug("final profile staged beside the acceptance gate", "candidate", c.ID)
 	}
 }
@@ -127,7 +133,7 @@ func (l *loop) acceptanceGate(ctx context.Context) (*platform.Verdict, error) {
 		if _, err := l.materialize(c); err != nil {
 			return nil, err
 		}
-		l.stageFinalProfile(ctx, c)
+		l.stageFinalProfile(ctx, &c)
 		start := time.Now()
 		v, err := acc.Accept(ctx, l.platformCandidate(c))
 		if err != nil {
@@ -158,6 +164,7 @@ func (l *loop) acceptanceGate(ctx context.Context) (*platform.Verdict, error) {
 			return nil, err
 		}
 	}
+	l.stageFinalProfile(ctx, nil) // every gate failed: what was staged is not the best's
 	if err := l.st.SetBest(ctx, l.runID, store.InputID); err != nil {
 		return nil, err
 	}

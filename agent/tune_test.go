@@ -164,8 +164,12 @@ type countingSession struct {
 	preparedAt []int
 	// lastAt is the number of profiles done at each LastProfile call.
 	lastAt []int
-	// order lists the stages, gates and profiles asked, in order.
-	order []string
+	// order lists the stages, gates and profiles asked, in order (and
+	// unstages, with noteUnstage).
+	order       []string
+	noteUnstage bool
+	// failGates fails every acceptance gate.
+	failGates bool
 }
 
 func (s *countingSession) note(what string, c platform.Candidate) {
@@ -181,7 +185,67 @@ func (s *countingSession) StageProfile(ctx context.Context, c platform.Candidate
 
 func (s *countingSession) Accept(ctx context.Context, c platform.Candidate) (platform.Verdict, error) {
 	s.note("gate", c)
+	if s.failGates {
+		return platform.Verdict{Failure: "correctness", Reason: "failed by the test"}, nil
+	}
 	return s.Session.Accept(ctx, c)
+}
+
+func (s *countingSession) UnstageProfile() {
+	if s.noteUnstage {
+		s.note("unstage", platform.Candidate{ID: "all"})
+	}
+	s.Session.UnstageProfile()
+}
+
+// TestStagedProfileAfterFailedGates: a best that fails its acceptance gate
+// leaves no staged profile running: the next one in the chain is staged
+// instead, and where every gate fails, what was staged is ended before the
+// input's profile.
+func TestStagedProfileAfterFailedGates(t *testing.T) {
+	dir := kernelDir(t)
+	// An input fifty times slower than the fast variant: the promotion does
+	// not depend on the machine's noise.
+	slow := "import torch\n\n\ndef kernel_function(x, y):\n    for _ in range(50):\n" +
+		"        out = torch.where(x + y > 0, x + y, torch.zeros_like(x)) * 0.5\n    return out\n"
+	if err := os.WriteFile(filepath.Join(dir, "input.py"), []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, dir)
+	cfg := testConfig(configs.StrategyTune)
+	cfg.MaxRounds = 1
+	cfg.StrategyConfig.MaxVariants = 2
+	cfg.ProfileCandidates = configs.ProfileFinal
+	var calls atomic.Int32
+	in := e.input(cfg, nil)
+	in.Tuner = spacer{fakeTuner(t, &calls)}
+	cs := counting(t, e.sess)
+	cs.failGates, cs.noteUnstage = true, true
+	in.Session = cs
+	res, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Best.ID != store.InputID {
+		t.Fatalf("best %s, want the input (every gate failed)", res.Best.ID)
+	}
+	var gated []string
+	for _, o := range cs.order {
+		if id, ok := strings.CutPrefix(o, "gate "); ok {
+			gated = append(gated, id)
+		}
+	}
+	if len(gated) == 0 {
+		t.Fatalf("no gate ran: %v (the fast variant was not promoted)", cs.order)
+	}
+	var want []string
+	for _, id := range gated {
+		want = append(want, "stage "+id, "gate "+id)
+	}
+	want = append(want, "unstage all", "profile "+store.InputID)
+	if !slices.Equal(cs.order, want) {
+		t.Errorf("stages, gates and profiles %v, want %v", cs.order, want)
+	}
 }
 
 func (s *countingSession) LastProfile() {

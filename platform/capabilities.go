@@ -39,9 +39,12 @@ type ProfilePreparer interface {
 // profiled process loads the problem and warms the candidate up now, and the
 // candidate's next Profile only runs the profiled call. The caller times
 // nothing on the session's GPUs until that profile. It returns at once,
-// false when nothing was staged.
+// false when nothing was staged. UnstageProfile ends whatever was staged (a
+// staged process that is not to be profiled must not run beside the next
+// gate).
 type ProfileStager interface {
 	StageProfile(ctx context.Context, c Candidate) bool
+	UnstageProfile()
 }
 
 // ProfileEnder is told that the next profile is a run's last, so that its

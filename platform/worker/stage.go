@@ -43,21 +43,25 @@ type stager interface {
 // short of memory: where the worker's copy of the problem, the gate's and
 // the staged one do not fit together, the worker's copy is freed first;
 // where the gate's and the staged one alone do not fit, nothing is staged.
-// It reports whether c's profile was staged.
+// It reports whether c's profile was staged; whatever was staged for
+// another candidate is ended either way.
 func (s *Session) StageProfile(ctx context.Context, c platform.Candidate) bool {
 	if s.cfg.Profiler == nil {
 		return false
 	}
 	fits, freeWorker := s.stageRoom()
 	if !fits {
+		s.unstage(-1)
 		s.Engine.logf("the profile is not staged beside the acceptance gate: the device may not hold both", "candidate", c.ID)
 		return false
 	}
 	l, err := s.Engine.pool.Acquire(ctx)
 	if err != nil {
+		s.unstage(-1)
 		return false
 	}
 	defer l.Release()
+	s.unstage(l.slot.index)
 	p, err := s.profiler(l.slot)
 	if err != nil {
 		return false
@@ -67,20 +71,22 @@ func (s *Session) StageProfile(ctx context.Context, c platform.Candidate) bool {
 		return false
 	}
 	// As Profile does before its profiled process reads them.
-	if _, err := harness.Install(s.cache); err != nil {
+	_, err = harness.Install(s.cache)
+	if err == nil {
+		err = s.Engine.req.Repin()
+	}
+	if err == nil && freeWorker {
+		err = s.Engine.release(ctx, l)
+	}
+	if err != nil || !st.Stage(c) {
+		st.Unstage()
 		return false
 	}
-	if err := s.Engine.req.Repin(); err != nil {
-		return false
-	}
-	if freeWorker {
-		if err := s.Engine.release(ctx, l); err != nil {
-			return false
-		}
-	}
-	s.unstage(l.slot.index)
-	return st.Stage(c)
+	return true
 }
+
+// UnstageProfile ends every profile staged on the session's GPUs.
+func (s *Session) UnstageProfile() { s.unstage(-1) }
 
 // stageRoom reports whether a staged profile fits beside the acceptance
 // gate, and whether only once the worker's copy of the problem is freed.

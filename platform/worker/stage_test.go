@@ -64,20 +64,30 @@ func TestStageProfile(t *testing.T) {
 			t.Fatalf("%s: verify: %+v %v", tc.name, v, err)
 		}
 		s.Hello.Device.TotalMemory = int64(tc.draws * draw)
-		before := len(prof.staged)
+		before, unstaged := len(prof.staged), prof.unstaged
 		got := s.StageProfile(ctx, c)
 		if got != tc.staged || (len(prof.staged) > before) != tc.staged {
 			t.Fatalf("%s: StageProfile = %v with stages %v, want %v", tc.name, got, prof.staged, tc.staged)
+		}
+		// What was staged before (another candidate's, one that failed its
+		// gate) does not run beside the next gate, staged or not.
+		if !tc.staged && prof.unstaged == unstaged {
+			t.Errorf("%s: nothing staged, and the earlier stage was left running", tc.name)
 		}
 		if tc.staged && prof.held[len(prof.held)-1] == tc.freed {
 			t.Errorf("%s: the worker held the problem when staged: %v, want %v", tc.name, !tc.freed, !tc.freed)
 		}
 	}
+	unstaged := prof.unstaged
+	s.UnstageProfile()
+	if prof.unstaged != unstaged+1 {
+		t.Errorf("UnstageProfile did not end the stage")
+	}
 	other := &stageProfiler{s: &s}
 	s.profMu.Lock()
 	s.profilers[1] = other
 	s.profMu.Unlock()
-	unstaged := prof.unstaged
+	unstaged = prof.unstaged
 	if _, err := s.Profile(ctx, c); err != nil {
 		t.Fatal(err)
 	}
