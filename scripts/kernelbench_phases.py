@@ -13,7 +13,8 @@ verify s and timing s (per variant, median), compared (variants timed again
 against the best, interleaved; in brackets those the two stored timings
 settled without it) and compare s (median, in the worker), end s
 (from the last round to the run's end: the acceptance gate, the final
-profile, the report), Triton s (the median seconds Triton's compiler took in
+profile, the report) and gate s (the acceptance gates' own time within it;
+the final profile, staged beside the gate, takes most of the rest), Triton s (the median seconds Triton's compiler took in
 a variant's runner during its verification, and how many variants found
 every kernel in the cache: compiled ahead or before), then the largest
 verification and timing phases (median seconds per variant, in the worker).
@@ -72,7 +73,12 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     tphases: Dict[str, List[float]] = {}
     tparts: Dict[str, List[float]] = {}
     variants = 0
+    gate_s = 0.0
     for cand in sorted(glob.glob(os.path.join(run_dir, "round*", "cand*"))):
+        apath = os.path.join(cand, "acceptance.json")
+        if os.path.exists(apath):
+            with open(apath, encoding="utf-8") as f:
+                gate_s += (json.load(f).get("duration_ns") or 0) / 1e9
         if os.path.basename(os.path.dirname(cand)) == "round000":
             continue
         variants += 1
@@ -117,6 +123,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         "settled": settled,
         "compare_s": round(_median(compare_s), 3),
         "end_s": round(end - last_round, 2) if end and last_round else 0.0,
+        "gate_s": round(gate_s, 2),
         "triton_compile_s": round(_median(compile_s), 3) if compile_s else None,
         "all_cached": all_cached,
         "verify_phases": {k: round(_median(v), 3) for k, v in sorted(vphases.items())},
@@ -154,14 +161,15 @@ def main(argv: List[str]) -> int:
     summary = {"problems": len(rows), "median_wall_s": round(_median(walls), 2),
                "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
     lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | end s | "
-             "Triton s (cached) | kernel ms | largest verify phases (s) | timing phases (s) |",
-             "|--:|---|--:|--:|--:|--:|--:|--:|---|--:|--:|---|--:|---|---|"]
+             "gate s | Triton s (cached) | kernel ms | largest verify phases (s) | timing phases (s) |",
+             "|--:|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|---|---|"]
     for x in rows:
         kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
         tcs = "n/a" if x.get("triton_compile_s") is None else f"{x['triton_compile_s']:.2f} ({x.get('all_cached', 0)})"
         lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | {x.get('variants', 0)} | "
                      f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
-                     f"{x.get('compared', 0)} ({x.get('settled', 0)}) | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | {tcs} | {kms} | "
+                     f"{x.get('compared', 0)} ({x.get('settled', 0)}) | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | "
+                     f"{x.get('gate_s', 0):.2f} | {tcs} | {kms} | "
                      f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")
     lines.append("")
     lines.append(f"{summary['problems']} problems; median wall {summary['median_wall_s']:.1f} s per problem; "

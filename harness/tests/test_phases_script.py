@@ -1,0 +1,65 @@
+"""scripts/kernelbench_phases.py on a sweep dir laid out as kagent sweep writes it."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import tempfile
+import unittest
+
+_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "kernelbench_phases.py")
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("kernelbench_phases", _SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _write(path: str, obj) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        if isinstance(obj, list):
+            f.write("".join(json.dumps(x) + "\n" for x in obj))
+        else:
+            json.dump(obj, f)
+
+
+class PhasesScriptTest(unittest.TestCase):
+    def test_rounds_variants_and_the_end(self) -> None:
+        with tempfile.TemporaryDirectory() as sweep:
+            _write(os.path.join(sweep, "results.json"), {"results": [
+                {"id": 19, "name": "ReLU", "status": "done", "run_id": "r1", "wall_seconds": 40.0,
+                 "kernel": {"median_ms": 3.0, "clock": "device"}}]})
+            run = os.path.join(sweep, "runs", "r1")
+            t = "2026-12-05T05:00:%02d.000Z"
+            _write(os.path.join(run, "events.jsonl"), [
+                {"event": "round_started", "round": 0, "slots": 1, "time": t % 0},
+                {"event": "round_finished", "round": 0, "time": t % 3},
+                {"event": "round_started", "round": 1, "slots": 2, "time": t % 3},
+                {"event": "round_finished", "round": 1, "time": t % 6},
+                {"event": "run_finished", "time": t % 11}])
+            for cand, verify_ns in (("cand1", 8e8), ("cand2", 1e9)):
+                _write(os.path.join(run, "round001", cand, "verdict.json"), {"duration_ns": verify_ns, "phases": {"first_draw": 0.3}})
+                _write(os.path.join(run, "round001", cand, "timing.json"), {"phases": {"timed": 0.3, "prepare": 0.1}})
+            _write(os.path.join(run, "round001", "cand2", "acceptance.json"), {"duration_ns": 1.8e9, "passed": True})
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(_script().main(["kernelbench_phases.py", sweep]), 0)
+            with open(os.path.join(sweep, "phases.json"), encoding="utf-8") as f:
+                row = json.load(f)["problems"][0]
+        self.assertEqual(row["round0_s"], 3.0)
+        self.assertEqual(row["variants"], 2)
+        self.assertEqual(row["s_per_variant"], 1.5)
+        self.assertEqual(row["verify_s"], 0.9)
+        self.assertEqual(row["timing_s"], 0.4)
+        self.assertEqual(row["end_s"], 5.0)
+        self.assertEqual(row["gate_s"], 1.8)
+        self.assertIn("| 5.0 | 1.80 |", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
