@@ -37,7 +37,7 @@ for step in $steps; do
     (cd platform/worker && KAGENT_PYTHON=$PY KAGENT_SANDBOX=on timeout 400 ../../bin/worker.test \
       -test.run 'TestProfileSandbox' -test.v -test.timeout 390s) > "$OUT/ncubox.txt" 2>&1
     echo "ncubox exit $?" | tee -a "$OUT/steps.log"
-    grep -E 'probe|profiled in|^(--- |ok|FAIL|PASS)|want' "$OUT/ncubox.txt" | tail -20
+    grep -E 'probe|profiled in|ncu profile|^(--- |ok|FAIL|PASS)|want' "$OUT/ncubox.txt" | tail -30
     ;;
   suite)
     # SANDBOX: the KAGENT_SANDBOX for the suite (default on: sandboxed or refused).
