@@ -440,6 +440,8 @@ func (s *Session) syntheticProfile(ctx context.Context, c platform.Candidate, re
 var (
 	_ platform.Session         = (*Session)(nil)
 	_ platform.ProfilePreparer = (*Session)(nil)
+	_ platform.ProfileStager   = (*Session)(nil)
+	_ platform.ProfileEnder    = (*Session)(nil)
 	_ platform.Comparer        = (*Session)(nil)
 	_ platform.Accepter        = (*Session)(nil)
 	_ platform.ProblemInformer = (*Session)(nil)
