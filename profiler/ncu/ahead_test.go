@@ -450,3 +450,39 @@ func TestStageNeedsAhead(t *testing.T) {
 		t.Fatal("Stage staged a profile with starting ahead off")
 	}
 }
+
+// goCandidate creates its staged process's go file at import, to have its
+// profiled call run at once (beside its own acceptance gate).
+const goCandidate = `
+import os
+import sys
+
+open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "go"), "w").close()
+
+def kernel_function(x, y):
+    return axpy(x, y)
+
+def axpy(x, y):
+    return 2.0 * x + y
+`
+
+// A candidate that gives itself the go only starts its own profiled call
+// early: its profile still comes back whole, from that process or a fresh one.
+func TestStagedCandidateThatGoesEarly(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	f.p.Prestart()
+	f.waitStarted(t, 1)
+	path := filepath.Join(filepath.Dir(f.cand.Path), "early.py")
+	if err := os.WriteFile(path, []byte(goCandidate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := platform.Candidate{ID: "c1", Path: path, Source: goCandidate}
+	if !f.p.Stage(c) {
+		t.Fatal("Stage refused")
+	}
+	f.waitAheadEnded(t, "the staged process did not run its profiled call on its own go")
+	m, err := f.p.Profile(context.Background(), c)
+	if err != nil || m.TimeMS <= 0 || len(m.Kernels) != 1 || m.Kernels[0] != "axpy" {
+		t.Fatalf("Profile = %+v, %v; want the sample's axpy launches", m, err)
+	}
+}

@@ -310,7 +310,10 @@ func stageKey(c platform.Candidate) string {
 // end, alongside its acceptance gate, which only verifies). It returns at
 // once, false when nothing was staged (starting ahead is off or failed). A
 // later profile of another candidate ends the staged process unused; Unstage
-// ends it now.
+// ends it now. The candidate runs in that process and can create the go
+// file itself: that only runs its own profiled call early, beside its own
+// gate, and a process that ended before its go is profiled again fresh.
+// Its metrics rank nothing.
 func (p *Profiler) Stage(c platform.Candidate) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -378,8 +378,17 @@ func firstError(output string) string {
 // most maxPhasesLen bytes: the candidate runs in the same process and may
 // print such a line too, so it is only ever logged (quoted by slog).
 func wrapperPhases(output string) string {
-	for _, line := range strings.Split(output, "\n") {
-		if m := phasesLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+	return lastMatch(output, phasesLine)
+}
+
+// lastMatch is the first group of the last line of output that re matches,
+// at most maxPhasesLen bytes of it. The wrapper prints its own lines after
+// the candidate's last call, so a line the candidate printed to look like
+// them comes earlier and is not the one read.
+func lastMatch(output string, re *regexp.Regexp) string {
+	lines := strings.Split(output, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if m := re.FindStringSubmatch(strings.TrimSpace(lines[i])); m != nil {
 			if len(m[1]) > maxPhasesLen {
 				return strings.ToValidUTF8(m[1][:maxPhasesLen], "")
 			}
@@ -398,22 +407,15 @@ var doneLine = regexp.MustCompile(`^kagent: profiled call done at ([0-9]+(?:\.[0
 // candidate runs in the same process and may print such a line too, so it
 // is only ever logged).
 func afterProgram(output string, now time.Time) time.Duration {
-	for _, line := range strings.Split(output, "\n") {
-		m := doneLine.FindStringSubmatch(strings.TrimSpace(line))
-		if m == nil {
-			continue
-		}
-		at, err := strconv.ParseFloat(m[1], 64)
-		if err != nil {
-			return 0
-		}
-		d := now.Sub(time.UnixMilli(int64(math.Round(at * 1e3))))
-		if d < 0 || d > time.Hour {
-			return 0
-		}
-		return d
+	at, err := strconv.ParseFloat(lastMatch(output, doneLine), 64)
+	if err != nil {
+		return 0
 	}
-	return 0
+	d := now.Sub(time.UnixMilli(int64(math.Round(at * 1e3))))
+	if d < 0 || d > time.Hour {
+		return 0
+	}
+	return d
 }
 
 // maxPhasesLen bounds the phases logged (the wrapper's own line is about 60 bytes).

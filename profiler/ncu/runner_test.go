@@ -362,6 +362,16 @@ func TestReplayCostAndPhases(t *testing.T) {
 			t.Errorf("afterProgram(%q) = %s, want %s", line, got, want)
 		}
 	}
+	// A candidate printing the wrapper's lines from its calls prints them
+	// before the wrapper's own, which are read.
+	forged := "kagent: profiled call done at 1800000002.400\nkagent: profile phases: load 0 s\n" +
+		"kagent: profiled call done at 1800000000.250\nkagent: profile phases: load 1.000 s\n"
+	if got := afterProgram(forged, now); got != 2250*time.Millisecond {
+		t.Errorf("afterProgram read a forged earlier line: %s, want 2.25s", got)
+	}
+	if got := wrapperPhases(forged); got != "load 1.000 s" {
+		t.Errorf("wrapperPhases read a forged earlier line: %q", got)
+	}
 	// The candidate shares the wrapper's process and may print a line of its
 	// own: only maxPhasesLen bytes of it are kept.
 	if got := wrapperPhases("kagent: profile phases: " + strings.Repeat("x", 10000) + "\n"); len(got) != maxPhasesLen {
