@@ -140,18 +140,16 @@ const (
 // marked failed (extra_shapes); one screened there before (a resumed
 // finish) is not screened again.
 func (s *screener) heldOut(ctx context.Context) error {
-	if len(s.l.in.Task.Options.Shapes) == 0 {
-		return nil
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.load(); err != nil {
+	picks, err := s.heldOutPicks()
+	if err != nil {
 		return err
 	}
 	pct := cmp.Or(s.l.cfg.StrategyConfig.HeldOutWithinPct, heldOutWithinPct)
 	var picked []screenLine
 	var cs []platform.Candidate
-	for _, d := range s.heldOutPicks() {
+	for _, d := range picks {
 		rel := fmt.Sprintf("screen/%s.py", d.Hash[:16])
 		src, err := os.ReadFile(s.l.art.path(rel))
 		if err != nil {
@@ -192,9 +190,15 @@ func (s *screener) heldOut(ctx context.Context) error {
 	return nil
 }
 
-// heldOutPicks are the contenders heldOut screens: those not screened at
-// the held-out shapes yet. s.mu is held and s.done loaded.
-func (s *screener) heldOutPicks() []screenLine {
+// heldOutPicks are the contenders heldOut screens: none without held-out
+// shapes, else those not screened at them yet. s.mu is held.
+func (s *screener) heldOutPicks() ([]screenLine, error) {
+	if len(s.l.in.Task.Options.Shapes) == 0 {
+		return nil, nil
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
 	sc := s.l.cfg.StrategyConfig
 	var out []screenLine
 	for _, d := range contenders(s.passed(), cmp.Or(sc.HeldOutTop, heldOutTop), cmp.Or(sc.HeldOutWithinPct, heldOutWithinPct)) {
@@ -202,21 +206,16 @@ func (s *screener) heldOutPicks() []screenLine {
 			out = append(out, d)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // heldOutDue reports whether heldOut would screen (and so time) anything
 // now; true where the screens cannot be read back, to be safe.
 func (s *screener) heldOutDue() bool {
-	if len(s.l.in.Task.Options.Shapes) == 0 {
-		return false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.load(); err != nil {
-		return true
-	}
-	return len(s.heldOutPicks()) > 0
+	picks, err := s.heldOutPicks()
+	return err != nil || len(picks) > 0
 }
 
 // contenders are the top fastest of passed (fastest first), each within

@@ -143,6 +143,26 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
+// oneTuneRound sets up a tune run of one round of two variants (the test
+// kernels) on the kernel dir under the profile policy, on a counting
+// session. Its tuner also lists a space, as the knob tuner does: the run
+// then has a screener, which screens nothing held out here (the problem has
+// no held-out shapes).
+func oneTuneRound(t *testing.T, dir, policy string) (*env, RunInput, *countingSession) {
+	t.Helper()
+	e := newEnv(t, dir)
+	cfg := testConfig(configs.StrategyTune)
+	cfg.MaxRounds = 1
+	cfg.StrategyConfig.MaxVariants = 2
+	cfg.ProfileCandidates = policy
+	var calls atomic.Int32
+	in := e.input(cfg, nil)
+	in.Tuner = spacer{fakeTuner(t, &calls)}
+	cs := counting(t, e.sess)
+	in.Session = cs
+	return e, in, cs
+}
+
 // spacer is a tuner that also lists its variants as a space.
 type spacer struct{ search.Tuner }
 
@@ -211,17 +231,8 @@ func TestStagedProfileAfterFailedGates(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "input.py"), []byte(slow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, dir)
-	cfg := testConfig(configs.StrategyTune)
-	cfg.MaxRounds = 1
-	cfg.StrategyConfig.MaxVariants = 2
-	cfg.ProfileCandidates = configs.ProfileFinal
-	var calls atomic.Int32
-	in := e.input(cfg, nil)
-	in.Tuner = spacer{fakeTuner(t, &calls)}
-	cs := counting(t, e.sess)
+	_, in, cs := oneTuneRound(t, dir, configs.ProfileFinal)
 	cs.failGates, cs.noteUnstage = true, true
-	in.Session = cs
 	res, err := Run(context.Background(), in)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -301,20 +312,8 @@ func TestProfilePolicy(t *testing.T) {
 		{configs.ProfileNone, nil, nil},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
-			e := newEnv(t, kernelDir(t))
-			cfg := testConfig(configs.StrategyTune)
-			cfg.MaxRounds = 1
-			cfg.StrategyConfig.MaxVariants = 2
-			cfg.ProfileCandidates = tc.policy
-			var calls atomic.Int32
-			in := e.input(cfg, nil)
-			// A tuner that also lists a space, as the knob tuner does: the run
-			// then has a screener, which screens nothing held out here (the
-			// problem has no held-out shapes), so the final profile is staged.
-			in.Tuner = spacer{fakeTuner(t, &calls)}
-			cs := counting(t, e.sess)
+			e, in, cs := oneTuneRound(t, kernelDir(t), tc.policy)
 			cs.rounds = func() int { return e.eventKinds()[EventRoundFinished] }
-			in.Session = cs
 			res, err := Run(context.Background(), in)
 			if err != nil {
 				t.Fatalf("run: %v", err)

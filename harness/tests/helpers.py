@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -68,3 +69,12 @@ class TempFilesCase(unittest.TestCase):
         req: Dict[str, Any] = {"problem_path": path, "seeds": seeds or SEEDS}
         req.update(options)
         return load_problem(req, self.device, f"t{self._n}", flop_counter=flop_counter)
+
+
+def load_script(name: str) -> Any:
+    """The repository's scripts/NAME.py, imported as a module."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import os
 import tempfile
 import unittest
 
-_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "kernelbench_phases.py")
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("kernelbench_phases", _SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.helpers import load_script
 
 
 def _write(path: str, obj) -> None:
@@ -48,7 +40,7 @@ class PhasesScriptTest(unittest.TestCase):
                 _write(os.path.join(run, "round001", cand, "timing.json"), {"phases": {"timed": 0.3, "prepare": 0.1}})
             _write(os.path.join(run, "round001", "cand2", "acceptance.json"), {"duration_ns": 1.8e9, "passed": True})
             with contextlib.redirect_stdout(io.StringIO()) as out:
-                self.assertEqual(_script().main(["kernelbench_phases.py", sweep]), 0)
+                self.assertEqual(load_script("kernelbench_phases").main(["kernelbench_phases.py", sweep]), 0)
             with open(os.path.join(sweep, "phases.json"), encoding="utf-8") as f:
                 row = json.load(f)["problems"][0]
         self.assertEqual(row["round0_s"], 3.0)

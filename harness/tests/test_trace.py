@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import tempfile
 import unittest
 
+from tests.helpers import load_script
 from tests.worker_client import TESTDATA_DIR, WorkerClient
-
-_SUMMARY = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "trace_summary.py")
-
-
-def _summary_module():
-    spec = importlib.util.spec_from_file_location("trace_summary", _SUMMARY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 class TraceTest(unittest.TestCase):
@@ -41,7 +32,7 @@ class TraceTest(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
             f.write(log)
         try:
-            per = _summary_module().parse(f.name)
+            per = load_script("trace_summary").parse(f.name)
         finally:
             os.unlink(f.name)
         self.assertEqual(len(per["verify"]), 1)
