@@ -8,8 +8,10 @@ timing.json (the worker's phases).
 Prints a table and writes SWEEP_DIR/phases.json and SWEEP_DIR/phases.md.
 Columns: wall s (the problem's whole time), round 0 s (first verification,
 timing of the input and both baselines, profile), variants (candidates of
-rounds >= 1), s/variant (round time over its candidates, median over rounds),
-verify s and timing s (per variant, median), compared (variants timed again
+rounds >= 1; in brackets those cut after a quick timing slower than the best,
+strategy_config.cut_slower_pct), s/variant (round time over its candidates,
+median over rounds), verify s and timing s (per variant not cut, median; cut s:
+a cut variant's verification), compared (variants timed again
 against the best, interleaved; in brackets those the two stored timings
 settled without it) and compare s (median, in the worker), end s
 (from the last round to the run's end: the acceptance gate, the final
@@ -73,6 +75,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     tphases: Dict[str, List[float]] = {}
     tparts: Dict[str, List[float]] = {}
     variants = 0
+    cut_s: List[float] = []
     gate_s = 0.0
     for cand in sorted(glob.glob(os.path.join(run_dir, "round*", "cand*"))):
         apath = os.path.join(cand, "acceptance.json")
@@ -86,6 +89,10 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         if os.path.exists(vpath):
             with open(vpath, encoding="utf-8") as f:
                 v = json.load(f)
+            if v.get("failure") == "slower":
+                # Cut after its quick timing: neither verified nor timed.
+                cut_s.append((v.get("duration_ns") or 0) / 1e9)
+                continue
             verify_s.append((v.get("duration_ns") or 0) / 1e9)
             tc = v.get("triton_compiles") or {}
             if tc:
@@ -116,6 +123,8 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     return {
         "round0_s": round(rounds.get(0, 0.0), 2),
         "variants": variants,
+        "cut": len(cut_s),
+        "cut_s": round(_median(cut_s), 3),
         "s_per_variant": round(_median(per_variant), 3),
         "verify_s": round(_median(verify_s), 3),
         "timing_s": round(_median(timing_s), 3),
@@ -160,14 +169,16 @@ def main(argv: List[str]) -> int:
     walls = [x["wall_s"] for x in rows if x["wall_s"] > 0]
     summary = {"problems": len(rows), "median_wall_s": round(_median(walls), 2),
                "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
-    lines = ["| id | problem | wall s | round 0 s | variants | s/variant | verify s | timing s | compared | compare s | end s | "
-             "gate s | Triton s (cached) | kernel ms | largest verify phases (s) | timing phases (s) |",
-             "|--:|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|---|---|"]
+    lines = ["| id | problem | wall s | round 0 s | variants (cut) | s/variant | verify s | timing s | cut s | compared | "
+             "compare s | end s | gate s | Triton s (cached) | kernel ms | largest verify phases (s) | timing phases (s) |",
+             "|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|---|---|"]
     for x in rows:
         kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
         tcs = "n/a" if x.get("triton_compile_s") is None else f"{x['triton_compile_s']:.2f} ({x.get('all_cached', 0)})"
-        lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | {x.get('variants', 0)} | "
+        lines.append(f"| {x['id']} | {x['name']} | {x['wall_s']:.1f} | {x.get('round0_s', 0):.1f} | "
+                     f"{x.get('variants', 0)} ({x.get('cut', 0)}) | "
                      f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
+                     f"{x.get('cut_s', 0):.2f} | "
                      f"{x.get('compared', 0)} ({x.get('settled', 0)}) | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | "
                      f"{x.get('gate_s', 0):.2f} | {tcs} | {kms} | "
                      f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")

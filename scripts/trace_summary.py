@@ -15,6 +15,8 @@ start, which runs alongside; r.call1_* and r.calln_* split each runner's
 first call and its later ones into poisoning free memory, the call itself
 and handing its output back) and the judge's room-making. What is not
 listed is the judge's own work: building inputs, comparing outputs, checks.
+It then counts the spares the judge started ("trace spare lent N of M"): how
+many were lent their buffers ahead, and how many buffers failed to be made.
 The runners' lines are written by the candidates' own processes: a candidate
 could print lines of that form, so they are a diagnosis, never a measurement
 anything is decided on; the judge's lines are its own.
@@ -34,6 +36,7 @@ from typing import Any, Dict, List, Tuple
 WORKER_OP = re.compile(r"kagent_harness: trace op (\w+) ([0-9.]+) s")
 ROOM = re.compile(r"kagent_harness: trace (make_room) ([0-9.]+) s")
 RUNNER = re.compile(r"kagent_harness\.runner: trace (?:op (\w+)|(start)) ([0-9.]+) s")
+SPARE = re.compile(r"kagent_harness: trace spare (lent|lend_failed) ([0-9]+)")
 OPS = ("verify", "bench", "compare")
 
 
@@ -56,6 +59,27 @@ def parse(path: str) -> Dict[str, List[Tuple[float, List[Tuple[str, float]]]]]:
             if m:
                 inside.append(("r." + (m.group(1) or m.group(2)), float(m.group(3))))
     return per
+
+
+def spares(path: str) -> Dict[str, Any]:
+    """The spares a judge started: how many, how many were lent buffers
+    ahead (and their mean bytes), how many lends failed."""
+    started, lent, failed, lent_bytes = 0, 0, 0, 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = SPARE.search(line)
+            if not m:
+                continue
+            n = int(m.group(2))
+            if m.group(1) == "lend_failed":
+                failed += 1
+                continue
+            started += 1
+            if n:
+                lent += 1
+                lent_bytes += n
+    return {"started": started, "lent": lent, "lent_mean_bytes": lent_bytes // lent if lent else 0,
+            "lend_failed": failed}
 
 
 def summary(per: Dict[str, List[Tuple[float, List[Tuple[str, float]]]]], skip: int) -> Dict[str, Any]:
@@ -91,9 +115,12 @@ def main() -> int:
     for op, row in s.items():
         inside = ", ".join(f"{k} {v:.3f}" for k, v in row["inside_s"].items())
         print(f"| {op} | {row['n']} | {row['mean_s']:.3f} | {inside} |")
+    sp = spares(busiest)
+    print(f"\nspares started: {sp['started']}; lent buffers ahead: {sp['lent']} "
+          f"(mean {sp['lent_mean_bytes'] / 1e9:.2f} GB); lends that failed: {sp['lend_failed']}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"log": os.path.basename(busiest), "skip": a.skip, "requests": s}, f, indent=1)
+            json.dump({"log": os.path.basename(busiest), "skip": a.skip, "requests": s, "spares": sp}, f, indent=1)
     return 0
 
 

@@ -30,6 +30,9 @@ UNSEEN_INPUTS = "unseen_inputs"
 TIMING_FORGED = "timing_forged"
 # The candidate's process died or broke the protocol.
 CRASH = "crash"
+# A verification with a cutoff stopped after a quick timing slower than it
+# (quickcut.py): not a check the candidate failed, a variant not worth one.
+SLOWER = "slower"
 
 # Failures after which the process must not be trusted any more.
 FATAL_KINDS = frozenset({TAMPER, CUDA_ERROR})

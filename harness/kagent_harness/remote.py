@@ -721,7 +721,7 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
     """Start a runner (or take the problem's spare, spare.py), import the
     candidate there and find its entry point. With ``ahead`` (a
     verification, never a timing) the next candidate's spare starts once
-    this one is imported."""
+    this one is imported (start_spare)."""
     # The device memory this judge's allocator keeps cached (from baselines
     # and earlier candidates) goes back to the device for the runner.
     problem.device.empty_cache()
@@ -748,9 +748,22 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
         except BaseException:
             rc.close()
             raise
-    if ahead and spare is not None:
-        spare.start(problem.device)
-    return RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
+    cand = RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
+    if ahead:
+        start_spare(problem, cand)
+    return cand
+
+
+def start_spare(problem: Any, cand: Any) -> None:
+    """Start the problem's next spare (spare.py) during ``cand``'s
+    verification; nothing for a candidate without a runner or a problem
+    without spares."""
+    spare, rc = getattr(problem, "spare", None), getattr(cand, "rc", None)
+    if spare is None or rc is None:
+        return
+    # What this candidate's runner was lent (as a spare, or since) is part
+    # of the running verification's need, already made.
+    spare.start(problem.device, in_use=sum(rc.layout().values()))
 
 
 def runner_cpu_seconds(pid: int) -> Optional[float]:

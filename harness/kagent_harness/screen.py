@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from . import failures as F
 from .candidate import read_source
@@ -157,20 +157,8 @@ class _Batch:
 
     def _time(self, shape: ShapeSet, calls: int) -> List[float]:
         """``calls`` timed calls at ``shape``, sorted."""
-        rc, label = self.rc, shape.label
-        args = self._args(shape)
-        dev = self.problem.device
-        flush = flush_bytes(dev)
-        prep = rc.request("prepare", {"label": label, "sets": [args], "flush_bytes": flush, "estimate_calls": 3,
-                                      "warmup_ms": float(self.opts.get("warmup_ms") or DEFAULT_WARMUP_MS)},
-                          what="the warm-up")
-        spin = spin_for(dev, float(prep.get("host_ms") or 0.0))
-        times = []
-        for _ in range(calls):
-            r = rc.request("timed", {"label": label, "args": args, "spin_ms": spin, "flush": bool(flush)},
-                           what="a timed call")
-            times.append(float(r.get("ms") or 0.0))
-        return sorted(times)
+        warmup = float(self.opts.get("warmup_ms") or DEFAULT_WARMUP_MS)
+        return sorted(timed_calls(self.rc, self.problem.device, shape.label, self._args(shape), calls, warmup))
 
     def calls(self) -> int:
         return max(1, int(self.opts.get("calls") or DEFAULT_CALLS))
@@ -205,6 +193,26 @@ class _Batch:
             t = self._time(shape, max(1, self.calls() // 2))
             shapes.append({"label": shape.label, "median_ms": t[len(t) // 2]})
         return {"shapes": shapes}
+
+
+def timed_calls(rc: RunnerClient, dev: Any, label: str, args: List[Any], calls: int, warmup_ms: float,
+                settled: Optional[Callable[[List[float]], bool]] = None) -> List[float]:
+    """Up to ``calls`` timed calls of the runner's callable ``label`` on
+    ``args``, each behind an L2 flush and a spin as a full timing's, after a
+    warm-up of ``warmup_ms``; in call order. ``settled`` (given the times so
+    far) ends them early. The times are the runner's claims."""
+    flush = flush_bytes(dev)
+    prep = rc.request("prepare", {"label": label, "sets": [args], "flush_bytes": flush, "estimate_calls": 3,
+                                  "warmup_ms": warmup_ms}, what="the warm-up")
+    spin = spin_for(dev, float(prep.get("host_ms") or 0.0))
+    times: List[float] = []
+    for _ in range(calls):
+        r = rc.request("timed", {"label": label, "args": args, "spin_ms": spin, "flush": bool(flush)},
+                       what="a timed call")
+        times.append(float(r.get("ms") or 0.0))
+        if settled is not None and settled(times):
+            break
+    return times
 
 
 def screen(problem: Problem, paths: List[str], opts: Dict[str, Any]) -> Dict[str, Any]:

@@ -17,10 +17,14 @@ What makes this safe:
   first waits until the spare has answered all it was sent (``settle``), so
   nothing of it runs on the device while a kernel is timed.
 - Buffers are lent ahead only where they are device buffers (host buffers
-  are page-locked, which costs the judge's own time), take a small share of
-  the device (``LEND_SHARE``) and leave verification's working memory free.
-  Where the worker makes room it closes a spare holding lent buffers first,
-  one without them (little beyond its CUDA context) last.
+  are page-locked, which costs the judge's own time), take at most a share
+  of the device (``lend_share``) and leave the running verification's working
+  memory free. They are part of what the next verification needs, not more:
+  the worker counts them as made when it makes room for the verification
+  that takes the spare (``lent``), closing kept candidates before it, and
+  the running verification's own runner counts what it was lent likewise.
+  Where the worker makes room for anything else it closes a spare holding
+  lent buffers first, one without them (little beyond its CUDA context) last.
 - A spare that failed to start, or does not answer within ``SPARE_WAIT_S``
   (another process of the sandbox may stop it), is closed, and the candidate
   gets a runner started for it, as before; one that dies while the candidate
@@ -29,7 +33,8 @@ What makes this safe:
   own crash fails it.
 
 ``KAGENT_SPARE_RUNNER=0`` turns spares off, ``1`` on; by default they are on
-for GPUs and off for the CPU.
+for GPUs and off for the CPU. ``KAGENT_SPARE_LEND_SHARE`` (a fraction of the
+device, 0 to 1) sets the share below which buffers are lent ahead.
 """
 
 from __future__ import annotations
@@ -46,10 +51,22 @@ SPARE_WAIT_S = 10.0
 # spare's buffers when a spare is started.
 HEADROOM = 1 << 30
 # Buffers are lent ahead only where together they take at most this share of
-# the device: larger ones would be closed again to make room for the next
-# verification (on an H200 a 6.4 GB problem's spare, lent its 13 GB, was
-# closed before every verification and cost more than it saved).
+# the device (KAGENT_SPARE_LEND_SHARE overrides it). On an H200 a 6.4 GB
+# problem's spare, lent its 13 GB, was closed before every verification and
+# cost more than it saved: the room made for a verification counted the
+# spare's buffers twice, as allocated and as still needed (``lent`` now
+# keeps them apart); whether larger shares pay is still to be measured.
 LEND_SHARE = 0.05
+
+
+def lend_share() -> float:
+    """KAGENT_SPARE_LEND_SHARE where it is a fraction in [0, 1], else LEND_SHARE."""
+    raw = os.environ.get("KAGENT_SPARE_LEND_SHARE", "").strip()
+    try:
+        v = float(raw)
+    except ValueError:
+        return LEND_SHARE
+    return v if 0.0 <= v <= 1.0 else LEND_SHARE
 
 
 def enabled(device: Any) -> bool:
@@ -89,33 +106,59 @@ class Spare:
         self.taken += 1
         return rc
 
-    def start(self, device: Any) -> None:
+    def lent(self) -> int:
+        """Bytes of the buffers lent to the spare now (0: none, or no spare)."""
+        return sum(self.rc.layout().values()) if self.rc is not None else 0
+
+    def ahead(self, device: Any) -> int:
+        """Device memory the next spare's buffers would take on top of a
+        verification's need, with their headroom (0 where none would be
+        lent: host buffers, no layout yet, or more than the share)."""
+        total = self._allowed(device)
+        return total + HEADROOM if total else 0
+
+    def start(self, device: Any, in_use: int = 0) -> None:
         """Start the next spare (during a verification), with the layout's
-        buffers lent where they are device buffers and the memory allows."""
+        buffers lent where they are device buffers and the memory allows.
+        ``in_use``: bytes of the running verification's need its runner
+        already holds (buffers it was lent as a spare)."""
         from .failures import CheckFailure
         from .remote import RunnerClient
 
         if self.rc is not None or not enabled(device):
             return
-        lend = self._lendable(device)
+        lend = self._lendable(device, in_use)
         try:
             rc = RunnerClient(device, wait=False)
         except (CheckFailure, OSError):
             return
         if lend and not rc.lend_ahead(lend):
             rc.close()
+            _trace(f"spare lend_failed {sum(lend.values())}")
             return
         self.rc = rc
+        _trace(f"spare lent {sum(lend.values())} of {sum(self.layout.values())}")
 
-    def _lendable(self, device: Any) -> Dict[Any, int]:
+    def _allowed(self, device: Any) -> int:
+        """Bytes of the layout where it may be lent on ``device`` at all
+        (device buffers, within the share), else 0."""
         from . import devbuf
 
         if not self.layout or not getattr(device, "is_cuda", False) or not devbuf.enabled():
-            return {}
+            return 0
         total = sum(self.layout.values())
-        if device.free_memory() < self.need + total + HEADROOM:
+        if total > lend_share() * int(device.info().get("total_memory") or 0):
+            return 0
+        return total
+
+    def _lendable(self, device: Any, in_use: int = 0) -> Dict[Any, int]:
+        """The layout where it is allowed and fits now: the running
+        verification has yet to make its need less what it holds
+        (``in_use``), and the buffers come on top with their headroom."""
+        total = self._allowed(device)
+        if not total:
             return {}
-        if total > LEND_SHARE * int(device.info().get("total_memory") or 0):
+        if device.free_memory() < self.need - in_use + total + HEADROOM:
             return {}
         return dict(self.layout)
 
@@ -134,3 +177,15 @@ class Spare:
         rc, self.rc = self.rc, None
         if rc is not None:
             rc.close()
+
+
+def _trace(msg: str) -> None:
+    """A line on stderr with KAGENT_TRACE=1 (scripts/trace_summary.py)."""
+    if os.environ.get("KAGENT_TRACE") == "1":
+        import sys
+
+        try:
+            sys.stderr.write(f"kagent_harness: trace {msg}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass

@@ -1,6 +1,7 @@
 """The verification checks, run in order and stopping at the first failure.
 
-static -> import -> entry -> tamper -> correctness (+ unwritten_output,
+static -> import -> entry -> tamper -> (with a cutoff: the quick cut,
+quickcut.py) -> correctness (+ unwritten_output,
 input_mutation on every draw) -> determinism -> triton_launch -> extra_shapes
 -> caching -> user_test. Failures while calling the candidate are named
 ``exception``, ``oom`` or ``cuda_error`` (the latter fatal), and a tamper
@@ -34,6 +35,7 @@ from .failures import CheckFailure
 from .guard import Guard
 from .launches import LaunchCounter, launch_support
 from .loading import Draw, Problem, ShapeSet, apply_tf32, references_intact
+from .quickcut import quick_cut
 from .numerics import (
     ToleranceFn,
     bits_equal,
@@ -57,6 +59,9 @@ class VerifyOptions:
     check_launch: bool = True
     entry: str = ""
     test_timeout_s: float = 300.0
+    # A quick timing slower than this stops the verification (quickcut.py);
+    # 0: none.
+    cutoff_ms: float = 0.0
 
 
 class Recorder:
@@ -101,9 +106,12 @@ def load_candidate(
     entry: str,
     guard: Guard,
     rec: Optional[Recorder] = None,
+    spare: bool = True,
 ) -> Candidate:
     """Static check, import, entry and tamper checks; the candidate's callable
-    for the main shape is built here."""
+    for the main shape is built here. With a ``rec`` (a verification) and
+    ``spare``, the next candidate's spare runner starts once this one is
+    imported (remote.start_spare)."""
     base = os.path.basename(path)
     source = read_source(path)
     problem_stem = os.path.splitext(os.path.basename(problem.path))[0]
@@ -116,7 +124,7 @@ def load_candidate(
     if before:
         raise CheckFailure(F.TAMPER, f"the worker was already modified before importing {base}: {before}", True)
     if isolated():
-        return _load_isolated(problem, path, source, require_triton, entry, guard, rec)
+        return _load_isolated(problem, path, source, require_triton, entry, guard, rec, spare)
     module = import_candidate(path)
     changed = guard.check()
     if changed:
@@ -143,13 +151,13 @@ def isolated() -> bool:
 
 def _load_isolated(
     problem: Problem, path: str, source: str, require_triton: bool, entry: str, guard: Guard,
-    rec: Optional[Recorder],
+    rec: Optional[Recorder], spare: bool = True,
 ) -> Any:
     """Import, entry and tamper checks in the candidate's own runner process."""
     from .remote import load_remote
 
     base = os.path.basename(path)
-    cand = load_remote(problem, path, source, entry, require_triton, ahead=rec is not None)
+    cand = load_remote(problem, path, source, entry, require_triton, ahead=rec is not None and spare)
     try:
         if rec is not None:
             rec.ok(F.IMPORT, f"imported {base} in its own process")
@@ -536,7 +544,18 @@ def verify(
     run: Optional[_Run] = None
     compiles: Optional[Dict[str, Any]] = None
     try:
-        cand = load_candidate(problem, path, opts.require_triton, opts.entry, guard, rec)
+        # With a cutoff, the next candidate's spare starts after the quick
+        # timing: nothing of it runs on the device while a kernel is timed.
+        cut = opts.cutoff_ms > 0
+        cand = load_candidate(problem, path, opts.require_triton, opts.entry, guard, rec, spare=not cut)
+        if cut:
+            from .remote import start_spare
+
+            try:
+                if quick_cut(problem, cand, opts.cutoff_ms) is not None:
+                    rec.mark("quick_timing")
+            finally:
+                start_spare(problem, cand)
         run = _Run(problem, cand, opts, guard, rec)
         run.run()
         compiles = runner_compiles(cand)

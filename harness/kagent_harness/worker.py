@@ -167,35 +167,43 @@ class Worker:
             if close is not None:
                 close()
 
-    def _make_room(self, need: int, keep: Tuple[Any, ...] = ()) -> None:
+    def _make_room(self, need: int, keep: Tuple[Any, ...] = (), ready: Any = None, want: int = 0) -> None:
         """Close the runners of kept candidates, least recently used first
         (except ``keep``), until ``need`` bytes of device memory are free: a
         candidate that holds memory (on purpose or not) cannot starve the
         problem, the checks or the next candidate. A closed candidate is
-        loaded again when it is next timed."""
+        loaded again when it is next timed.
+
+        ``ready`` is the spare the operation will take (spare.py): the
+        buffers lent to it are part of ``need`` and already made, so they
+        count as free for it, and it is closed only after every kept
+        candidate, where nothing else makes the room. ``want`` is room
+        wanted beyond ``need`` (the next spare's buffers): kept candidates
+        are closed for it, nothing else, and only where the buffers lent to
+        them would make it."""
         import gc
 
-        if need <= 0 or self.device.free_memory() >= need:
+        lent = ready.lent() if ready is not None else 0
+        free = self.device.free_memory()
+        if need <= 0 or free >= need - lent + want:
             return
+        if want and free + self._kept_bytes(keep) < need - lent + want:
+            want = 0
+            if free >= need - lent:
+                return
         began = time.monotonic()
         try:
             # Spares holding buffers lent ahead go first; a spare without
             # them holds little beyond its CUDA context and goes last.
-            if self._spares("drop", lent=True):
+            if self._spares("drop", lent=True, but=ready):
                 gc.collect()
                 self.device.empty_cache()
-                if self.device.free_memory() >= need:
+                if self.device.free_memory() >= need - lent + want:
                     return
-            for key in [k for k in self.candidates if k not in keep]:
-                rc = getattr(self.candidates[key], "rc", None)
-                self._drop(key)
-                self.device.empty_cache()
-                if self.device.free_memory() >= need:
-                    return
-                # What its process held comes back as the process ends.
-                if rc is not None and rc.ended(RUNNER_EXIT_WAIT_S) and self.device.free_memory() >= need:
-                    return
-                gc.collect()
+            if self._close_kept(need - lent + want, keep) or self.device.free_memory() >= need - lent:
+                return
+            if lent:
+                ready.drop()
                 self.device.empty_cache()
                 if self.device.free_memory() >= need:
                     return
@@ -208,6 +216,36 @@ class Worker:
         finally:
             _trace(f"make_room {time.monotonic() - began:.4f} s")
 
+    def _kept_bytes(self, keep: Tuple[Any, ...]) -> int:
+        """Bytes of the buffers lent to the kept candidates' runners (except
+        ``keep``): what closing them gives back at least."""
+        total = 0
+        for key, cand in self.candidates.items():
+            rc = getattr(cand, "rc", None)
+            if key not in keep and rc is not None:
+                total += sum(rc.layout().values())
+        return total
+
+    def _close_kept(self, need: int, keep: Tuple[Any, ...]) -> bool:
+        """Close kept candidates' runners, least recently used first (except
+        ``keep``), until ``need`` bytes are free; whether they are."""
+        import gc
+
+        for key in [k for k in self.candidates if k not in keep]:
+            rc = getattr(self.candidates[key], "rc", None)
+            self._drop(key)
+            self.device.empty_cache()
+            if self.device.free_memory() >= need:
+                return True
+            # What its process held comes back as the process ends.
+            if rc is not None and rc.ended(RUNNER_EXIT_WAIT_S) and self.device.free_memory() >= need:
+                return True
+            gc.collect()
+            self.device.empty_cache()
+            if self.device.free_memory() >= need:
+                return True
+        return False
+
     def _drop_all(self) -> None:
         """Close every kept candidate's runner and return the memory."""
         import gc
@@ -219,10 +257,11 @@ class Worker:
         gc.collect()
         self.device.empty_cache()
 
-    def _spares(self, action: str, lent: bool = False) -> int:
+    def _spares(self, action: str, lent: bool = False, but: Any = None) -> int:
         """``drop`` or ``settle`` every problem's spare runner (spare.py),
-        with ``lent`` only those holding buffers lent ahead; how many."""
-        spares = [s for s in self._live_spares() if not lent or s.rc.layout()]
+        with ``lent`` only those holding buffers lent ahead, other than
+        ``but``; how many."""
+        spares = [s for s in self._live_spares() if (not lent or s.rc.layout()) and s is not but]
         for spare in spares:
             getattr(spare, action)()
         return len(spares)
@@ -405,13 +444,15 @@ class Worker:
             check_launch=bool(req.get("check_launch", require)),
             entry=str(req.get("entry") or ""),
             test_timeout_s=float(req.get("test_timeout_s") or 300.0),
+            cutoff_ms=_positive(req.get("cutoff_ms")),
         )
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
         self._drop(key)
         need = self._need(problem, "verify")
-        self._make_room(need)
-        if problem.spare is not None:
-            problem.spare.need = need
+        spare = problem.spare
+        self._make_room(need, ready=spare, want=spare.ahead(self.device) if spare is not None else 0)
+        if spare is not None:
+            spare.need = need
         others = bool(self.candidates)
         result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), others)
         if str(result.get("failure") or "") == OOM and others:
@@ -620,6 +661,15 @@ def _trace(msg: str) -> None:
     """A step's duration on stderr with KAGENT_TRACE=1 (scripts/verify_cost.py)."""
     if os.environ.get("KAGENT_TRACE") == "1":
         _log(f"trace {msg}")
+
+
+def _positive(x: Any) -> float:
+    """A request's number where it is a finite positive one, else 0."""
+    try:
+        v = float(x or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return v if 0.0 < v < float("inf") else 0.0
 
 
 def _kind_of(exc: BaseException) -> str:

@@ -39,18 +39,23 @@ class PhasesScriptTest(unittest.TestCase):
                 _write(os.path.join(run, "round001", cand, "verdict.json"), {"duration_ns": verify_ns, "phases": {"first_draw": 0.3}})
                 _write(os.path.join(run, "round001", cand, "timing.json"), {"phases": {"timed": 0.3, "prepare": 0.1}})
             _write(os.path.join(run, "round001", "cand2", "acceptance.json"), {"duration_ns": 1.8e9, "passed": True})
+            _write(os.path.join(run, "round001", "cand3", "verdict.json"),
+                   {"duration_ns": 2e8, "failure": "slower", "phases": {"slower": 0.1}})
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 self.assertEqual(load_script("kernelbench_phases").main(["kernelbench_phases.py", sweep]), 0)
             with open(os.path.join(sweep, "phases.json"), encoding="utf-8") as f:
                 row = json.load(f)["problems"][0]
         self.assertEqual(row["round0_s"], 3.0)
-        self.assertEqual(row["variants"], 2)
+        self.assertEqual(row["variants"], 3)
+        self.assertEqual((row["cut"], row["cut_s"]), (1, 0.2), "the cut variant is counted apart")
+        self.assertNotIn("slower", row["verify_phases"])
         self.assertEqual(row["s_per_variant"], 1.5)
         self.assertEqual(row["verify_s"], 0.9)
         self.assertEqual(row["timing_s"], 0.4)
         self.assertEqual(row["end_s"], 5.0)
         self.assertEqual(row["gate_s"], 1.8)
         self.assertIn("| 5.0 | 1.80 |", out.getvalue())
+        self.assertIn("| 3 (1) |", out.getvalue())
 
 
 if __name__ == "__main__":

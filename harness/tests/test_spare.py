@@ -37,6 +37,9 @@ class FakeRC:
     def layout(self) -> Dict[Any, int]:
         return dict(self.slots)
 
+    def ended(self, timeout: float) -> bool:
+        return False
+
 
 class FakeDevice:
     is_gpu = True
@@ -110,6 +113,63 @@ class SpareUnitTest(unittest.TestCase):
             cuda.free = 100 << 30
             self.assertEqual(s._lendable(cuda), {}, "host buffers are never lent ahead")
 
+    def test_what_the_running_verification_holds_is_not_counted_twice(self) -> None:
+        # The running verification's runner was the last spare: the 8 GiB it
+        # was lent are part of that verification's 10 GiB need, already made.
+        s = sp.Spare()
+        s.layout = {"in": 4 << 30, "out": 4 << 30}
+        s.need = 10 << 30
+        cuda = FakeDevice(free=(2 + 8 + 1) << 30, total=1 << 40)
+        cuda.is_cuda = True
+        with mock.patch("kagent_harness.devbuf.enabled", return_value=True):
+            self.assertEqual(s._lendable(cuda), {}, "without it, 11 GiB free is short of 10 + 8 + 1")
+            self.assertEqual(s._lendable(cuda, in_use=8 << 30), s.layout,
+                             "2 GiB still to make, the spare's 8 and the headroom's 1 fit in 11")
+            cuda.free -= 1
+            self.assertEqual(s._lendable(cuda, in_use=8 << 30), {})
+            self.assertEqual(s.ahead(cuda), (8 + 1) << 30, "what the next spare takes, with its headroom")
+
+    def test_the_share_can_be_set(self) -> None:
+        s = sp.Spare()
+        s.layout = {"in": 4 << 30, "out": 4 << 30}
+        cuda = FakeDevice(free=100 << 30, total=140 << 30)
+        cuda.is_cuda = True
+        with mock.patch("kagent_harness.devbuf.enabled", return_value=True):
+            for raw, lent in (("", False), ("0.1", True), ("0", False), ("2", False), ("much", False)):
+                with mock.patch.dict(os.environ, {"KAGENT_SPARE_LEND_SHARE": raw}):
+                    self.assertEqual(bool(s._lendable(cuda)), lent, f"KAGENT_SPARE_LEND_SHARE={raw!r}")
+                    self.assertEqual(bool(s.ahead(cuda)), lent)
+
+    def test_the_next_spare_is_told_what_the_taken_one_holds(self) -> None:
+        from kagent_harness import remote
+
+        class Ready(FakeRC):
+            def request(self, op: str, payload: Any = None, what: str = "") -> Dict[str, Any]:
+                return {"entry": "kernel_function"}
+
+        class Problem:
+            tf32 = False
+            dtype = None
+            device = FakeDevice()
+            device.empty_cache = lambda: None  # type: ignore[attr-defined]
+
+        problem = Problem()
+        problem.spare = sp.Spare()
+        problem.spare.rc = Ready(slots={"in": 3, "out": 4})
+        started: List[int] = []
+        with mock.patch.object(sp.Spare, "start", lambda self, device, in_use=0: started.append(in_use)):
+            cand = remote.load_remote(problem, "/k.py", "x = 1\n", "", False, ahead=True)
+        self.assertEqual(started, [7], "the 7 bytes lent to the runner taken are part of its verification's need")
+        self.assertIsInstance(cand.rc, Ready)
+
+    def test_lent_counts_the_spares_buffers(self) -> None:
+        s = sp.Spare()
+        self.assertEqual(s.lent(), 0)
+        s.rc = FakeRC(slots={"in": 3, "out": 4})
+        self.assertEqual(s.lent(), 7)
+        s.take()
+        self.assertEqual(s.lent(), 0, "a spare taken is the verification's runner")
+
 
 def _write(folder: str, name: str, body: str) -> str:
     path = os.path.join(folder, name)
@@ -122,7 +182,7 @@ class MakeRoomOrderTest(unittest.TestCase):
     """Where the judge makes room: a spare holding lent buffers goes before
     any kept candidate, one without them after all of them."""
 
-    def worker(self, lent: bool, frees: Dict[str, int]) -> Any:
+    def worker(self, lent: Any, frees: Dict[str, int], base: int = 0) -> Any:
         from collections import OrderedDict
 
         from kagent_harness.worker import Worker
@@ -136,13 +196,14 @@ class MakeRoomOrderTest(unittest.TestCase):
                 pass
 
             def free_memory(self) -> int:
-                return sum(frees.get(c, 0) for c in closed)
+                return base + sum(frees.get(c, 0) for c in closed)
 
         class Closing:
             module = None
 
             def __init__(self, name: str) -> None:
                 self.name = name
+                self.rc = FakeRC(slots={"buffers": frees.get(name, 0)})
 
             def close(self) -> None:
                 closed.append(self.name)
@@ -155,9 +216,10 @@ class MakeRoomOrderTest(unittest.TestCase):
         w.device = Dev()
         w.candidates = OrderedDict((("p1", f"/{n}.py", "h"), Closing(n)) for n in ("old", "best"))
         spare = sp.Spare()
-        spare.rc = SpareRC(slots={"in": 1} if lent else {})
+        spare.rc = SpareRC(slots={"in": int(lent)} if lent else {})
         w.problems = {"p1": type("P", (), {"spare": spare})()}
         w.closed = closed
+        w.spare = spare
         return w
 
     def test_a_spare_with_lent_buffers_goes_first(self) -> None:
@@ -190,6 +252,45 @@ class MakeRoomOrderTest(unittest.TestCase):
         w = self.worker(lent=False, frees={"old": 5, "best": 5, "spare": 1})
         w._make_room(11)
         self.assertEqual(w.closed, ["old", "best", "spare"])
+
+
+    def test_the_spare_to_be_taken_counts_as_made(self) -> None:
+        # A verification needs 10, of which the spare it takes holds 4.
+        w = self.worker(lent=4, frees={"old": 5, "best": 5, "spare": 4}, base=6)
+        w._make_room(10, ready=w.spare)
+        self.assertEqual(w.closed, [], "6 free and the spare's 4 are the 10")
+        w = self.worker(lent=4, frees={"old": 5, "best": 5, "spare": 4}, base=6)
+        w._make_room(10)
+        self.assertEqual(w.closed, ["spare"], "for anything else the spare's buffers are not free")
+
+    def test_the_spare_to_be_taken_goes_after_the_kept_candidates(self) -> None:
+        w = self.worker(lent=4, frees={"old": 3, "best": 3, "spare": 4})
+        w._make_room(10, ready=w.spare)
+        self.assertEqual(w.closed, ["old", "best"])
+        self.assertEqual(w.spare.lent(), 4)
+        w = self.worker(lent=4, frees={"old": 1, "best": 1, "spare": 4})
+        w._make_room(10, ready=w.spare)
+        self.assertEqual(w.closed, ["old", "best", "spare"], "where nothing else makes the room")
+        self.assertIsNone(w.spare.rc)
+
+    def test_room_for_the_next_spare_closes_kept_candidates_only(self) -> None:
+        w = self.worker(lent=4, frees={"old": 3, "best": 3, "spare": 4}, base=6)
+        w._make_room(10, ready=w.spare, want=3)
+        self.assertEqual(w.closed, ["old"], "the next spare's 3 come from the oldest kept candidate")
+        w = self.worker(lent=4, frees={"old": 1, "best": 1, "spare": 4}, base=6)
+        w._make_room(10, ready=w.spare, want=2)
+        self.assertEqual(w.closed, ["old", "best"], "the spare taken is never closed for the next one's room")
+        w = self.worker(lent=False, frees={"old": 1, "best": 1, "spare": 1}, base=10)
+        w._make_room(10, ready=w.spare, want=2)
+        self.assertEqual(w.closed, ["old", "best"], "nor is a spare without buffers")
+
+    def test_no_runner_is_closed_for_room_it_cannot_make(self) -> None:
+        w = self.worker(lent=4, frees={"old": 3, "best": 3, "spare": 4}, base=6)
+        w._make_room(10, ready=w.spare, want=30)
+        self.assertEqual(w.closed, [], "6 bytes of kept runners cannot make 30 more")
+        w = self.worker(lent=4, frees={"old": 3, "best": 3, "spare": 4}, base=2)
+        w._make_room(10, ready=w.spare, want=30)
+        self.assertEqual(w.closed, ["old", "best"], "the need itself is still made")
 
 
 class LendAheadTest(unittest.TestCase):

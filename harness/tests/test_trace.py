@@ -5,26 +5,33 @@ from __future__ import annotations
 import os
 import tempfile
 import unittest
+from typing import Dict
 
 from tests.helpers import load_script
 from tests.worker_client import TESTDATA_DIR, WorkerClient
 
 
 class TraceTest(unittest.TestCase):
-    def test_verify_trace_names_the_first_call_apart(self) -> None:
-        client = WorkerClient(device="cpu", env={"KAGENT_TRACE": "1"})
+    def verified_log(self, env: Dict[str, str], times: int = 1) -> str:
+        """The stderr of a worker (env on top of KAGENT_TRACE=1) that verified
+        a passing candidate ``times`` times."""
+        client = WorkerClient(device="cpu", env=dict(env, KAGENT_TRACE="1"))
         try:
             client.start()
             load = client.request("load_problem", problem_path=os.path.join(TESTDATA_DIR, "problems", "add_relu", "problem.py"),
                                   seeds=[1, 2, 31337])
             self.assertTrue(load["ok"], load)
             cand = os.path.join(TESTDATA_DIR, "candidates", "cpu", "add_relu_ok.py")
-            v = client.request("verify", problem_id=load["result"]["problem_id"], candidate_path=cand,
-                               require_triton=False)
-            self.assertTrue(v["ok"] and v["result"]["passed"], v)
-            log = client.wait_stderr_text("trace op verify ")
+            for _ in range(times):
+                v = client.request("verify", problem_id=load["result"]["problem_id"], candidate_path=cand,
+                                   require_triton=False)
+                self.assertTrue(v["ok"] and v["result"]["passed"], v)
+            return client.wait_stderr_text("trace op verify ", count=times)
         finally:
             client.close()
+
+    def test_verify_trace_names_the_first_call_apart(self) -> None:
+        log = self.verified_log({})
         for part in ("poison", "run", "out"):
             self.assertIn(f"trace op call1_{part} ", log)
             self.assertIn(f"trace op calln_{part} ", log)
@@ -40,6 +47,18 @@ class TraceTest(unittest.TestCase):
         for name in ("r.call1_run", "r.calln_run", "r.call"):
             self.assertIn(name, inside)
             self.assertGreater(inside[name], 0.0)
+
+    def test_spares_are_counted(self) -> None:
+        log = self.verified_log({"KAGENT_SPARE_RUNNER": "1"}, times=2)
+        self.assertEqual(log.count("trace spare lent 0 of "), 2, "host buffers are never lent ahead")
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            f.write(log + "kagent_harness: trace spare lent 4096 of 4096\n"
+                    "kagent_harness: trace spare lend_failed 4096\n")
+        try:
+            got = load_script("trace_summary").spares(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(got, {"started": 3, "lent": 1, "lent_mean_bytes": 4096, "lend_failed": 1})
 
 
 if __name__ == "__main__":

@@ -85,11 +85,13 @@ class WorkerClient:
             self._stderr_grew.wait_for(lambda: self._stderr_bytes >= n or self._stderr_closed, timeout)
             return self._stderr_bytes
 
-    def wait_stderr_text(self, text: str, timeout: float = 120.0) -> str:
+    def wait_stderr_text(self, text: str, timeout: float = 120.0, count: int = 1) -> str:
         """Waits until the end of stderr (the last STDERR_TAIL bytes) holds
-        text, the stream closes or timeout passes; returns that end."""
+        text (``count`` times), the stream closes or timeout passes; returns
+        that end."""
         with self._stderr_grew:
-            self._stderr_grew.wait_for(lambda: text.encode() in self._tail or self._stderr_closed, timeout)
+            self._stderr_grew.wait_for(lambda: self._tail.count(text.encode()) >= count or self._stderr_closed,
+                                       timeout)
             return bytes(self._tail).decode("utf-8", "replace")
 
     def start(self, timeout: float = 120.0) -> Dict[str, Any]:

@@ -61,6 +61,8 @@ var envAllow = []string{
 	// The next candidate's runner started during a verification (spare.py):
 	// 0 turns it off, 1 on (default: on for GPUs).
 	"KAGENT_SPARE_RUNNER",
+	// The share of the device below which a spare is lent its buffers ahead.
+	"KAGENT_SPARE_LEND_SHARE",
 	// Each op's and step's duration on stderr (scripts/verify_cost.py).
 	"KAGENT_TRACE",
 	// The compile baseline's objects frozen out of the judge's full
