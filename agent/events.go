@@ -11,6 +11,7 @@ import (
 	"github.com/kagent-kernels/kagent/agent/report"
 	"github.com/kagent-kernels/kagent/internal/ratio"
 	"github.com/kagent-kernels/kagent/internal/termtext"
+	"github.com/kagent-kernels/kagent/platform"
 )
 
 // Event kinds written with --events (one JSON line each).
@@ -166,6 +167,9 @@ func ProgressLine(ev Event) string {
 		}
 		if ev.Passed != nil && *ev.Passed {
 			return fmt.Sprintf("%s%s verified", round(), what)
+		}
+		if ev.Failure == platform.FailureSlower {
+			return fmt.Sprintf("%s%s cut: %s", round(), what, clip(ev.Reason, 160))
 		}
 		return fmt.Sprintf("%s%s rejected: %s: %s", round(), what, ev.Failure, clip(ev.Reason, 160))
 	case EventCandidateTimed:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/roofline"
+	"github.com/kagent-kernels/kagent/search"
 )
 
 // Failure names the loop itself gives (the harness and the platform's
@@ -18,6 +19,25 @@ const (
 // rejection builds a failed verdict with one check.
 func rejection(name, reason string) platform.Verdict {
 	return platform.Verdict{Failure: name, Reason: reason, Checks: []platform.Check{{Name: name, Reason: reason}}}
+}
+
+// cutoff is the time a slot's candidate must beat in a quick timing to be
+// verified in full (platform.Candidate.CutoffMS): the best's full timing
+// plus strategy_config.cut_slower_pct, for a knob variant timed in full; 0
+// (no cut) otherwise. An LLM's rewrite is always verified (its failures
+// teach the refinement), and a screening rung times its variants on purpose.
+// A variant slower than the best can neither be promoted nor lead the next
+// round (search's tune), so cutting it changes no decision of the search.
+func (l *loop) cutoff(v view, s search.Slot) float64 {
+	pct := l.cfg.StrategyConfig.CutSlowerPct
+	if pct <= 0 || s.Variant == nil || s.Screening() {
+		return 0
+	}
+	best, ok := v.h.ByID[v.bestID]
+	if !ok || best.Timing == nil || best.Timing.Screening() || best.MedianMS() <= 0 {
+		return 0
+	}
+	return best.MedianMS() * (1 + pct/100)
 }
 
 // timingFault turns an error from timing a candidate into a failed verdict

@@ -96,10 +96,19 @@ func (p *pipeline) platformCandidate(c store.Candidate) platform.Candidate {
 // verify runs every verification check on a candidate (the static check
 // first) and records the verdict.
 func (p *pipeline) verify(ctx context.Context, c store.Candidate) (store.Candidate, error) {
+	return p.verifyCut(ctx, c, 0)
+}
+
+// verifyCut is verify with a cutoff (platform.Candidate.CutoffMS): a
+// positive one lets the verification stop after a quick timing slower
+// than it, as platform.FailureSlower.
+func (p *pipeline) verifyCut(ctx context.Context, c store.Candidate, cutoffMS float64) (store.Candidate, error) {
 	if _, err := p.materialize(c); err != nil {
 		return c, err
 	}
-	v, err := p.in.Session.Verify(ctx, p.platformCandidate(c))
+	pc := p.platformCandidate(c)
+	pc.CutoffMS = cutoffMS
+	v, err := p.in.Session.Verify(ctx, pc)
 	if err != nil {
 		return c, fmt.Errorf("verify %s: %w", c.ID, err)
 	}

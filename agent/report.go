@@ -97,6 +97,7 @@ func (l *loop) reportData(ctx context.Context, res Result) (report.Data, error) 
 		if c.Verdict != nil && !c.Verdict.Passed {
 			rc.Failure, rc.Reason = c.Verdict.Failure, rel(c.Verdict.Reason)
 			rc.DuplicateBy = DuplicateBy(c.Verdict)
+			rc.Cut = c.Verdict.Failure == platform.FailureSlower
 		}
 		if c.Status == store.StatusFailed {
 			rc.Reason = rel(c.Error)

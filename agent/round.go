@@ -194,7 +194,7 @@ func (l *loop) runSlot(ctx context.Context, v view, s search.Slot, chain []store
 		var err error
 		switch cur.Status {
 		case store.StatusProposed:
-			cur, err = l.verify(ctx, cur)
+			cur, err = l.verifyCut(ctx, cur, l.cutoff(v, s))
 		case store.StatusVerified:
 			cur, err = l.timeCandidate(ctx, cur, l.budget(s.Budget))
 		case store.StatusTimed:

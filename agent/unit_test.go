@@ -196,6 +196,8 @@ func TestProgressLines(t *testing.T) {
 	}{
 		{Event{Event: EventCandidateVerified, Round: &r, Candidate: "r2c1", Direction: "memory: two passes", Passed: ptr(false), Failure: "correctness", Reason: "max abs err 3"},
 			"round 2: r2c1 (memory: two passes) rejected: correctness: max abs err 3"},
+		{Event{Event: EventCandidateVerified, Round: &r, Candidate: "r2c4", Direction: "tune: BLOCK=256", Passed: ptr(false), Failure: platform.FailureSlower, Reason: "slower than the best: 5 of 5 quick timed calls"},
+			"round 2: r2c4 (tune: BLOCK=256) cut: slower than the best: 5 of 5 quick timed calls"},
 		{Event{Event: EventCandidateTimed, Round: &r, Candidate: "r2c1", MedianMS: 1.25, CV: 0.012}, "round 2: r2c1 1.25 ms (cv 1.2%)"},
 		{Event{Event: EventCandidateTimed, Round: &r, Candidate: "r2c3", MedianMS: 1.25, CV: 0.012, Budget: "screen 11.1%"}, "round 2: r2c3 1.25 ms (cv 1.2%, screen 11.1%)"},
 		{Event{Event: EventRoundFinished, Round: &r, BestID: "r2c1", BestMS: 1.25, SpeedupVsInput: 2, SpeedupVsEager: 1.5, LLMCalls: 3, LLMTokens: 100, LLMCostUSD: 0.5},

@@ -120,6 +120,11 @@ type StrategyConfig struct {
 	// (0 = 25).
 	HeldOutTop       int     `yaml:"held_out_top"`
 	HeldOutWithinPct float64 `yaml:"held_out_within_pct"`
+	// CutSlowerPct, when positive, cuts knob variants that cannot beat the
+	// best: each is timed briefly once loaded, and one slower than the
+	// best's time plus this percentage is not verified or timed further
+	// (failure "slower"). 0 (the default) verifies every variant in full.
+	CutSlowerPct float64 `yaml:"cut_slower_pct"`
 }
 
 // SearchSettings are the strategy's settings (strategy_config and

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,10 @@ func TestEmbeddedConfigsLoadAndValidate(t *testing.T) {
 			cfg.Normalize()
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
+			}
+			// Only the tune preset cuts slower variants after a quick timing.
+			if want := map[string]float64{StrategyTune: 3}[name]; cfg.StrategyConfig.CutSlowerPct != want {
+				t.Errorf("cut_slower_pct %g, want %g", cfg.StrategyConfig.CutSlowerPct, want)
 			}
 		})
 	}
@@ -180,6 +185,8 @@ func TestValidateMessages(t *testing.T) {
 		{"record and replay", func(c *Config) { c.LLM.Record, c.LLM.Replay = "a", "b" }, "llm.record and llm.replay are exclusive"},
 		{"dollars without prices", func(c *Config) { c.Budget.MaxUSD = 5 }, "budget.max_usd is set but llm.price_in_per_m"},
 		{"negative variants", func(c *Config) { c.StrategyConfig.MaxVariants = -1 }, "max_variants"},
+		{"negative cut", func(c *Config) { c.StrategyConfig.CutSlowerPct = -3 }, "cut_slower_pct is -3"},
+		{"no number cut", func(c *Config) { c.StrategyConfig.CutSlowerPct = math.NaN() }, "cut_slower_pct is NaN"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,6 +208,19 @@ func TestValidateMessages(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("provider %s: %v", p, err)
 		}
+	}
+}
+
+// TestCutFromTheEnvironment: KAGENT_CUT_SLOWER_PCT overrides the tune
+// preset's cut (an A/B of whole sweeps switches it so).
+func TestCutFromTheEnvironment(t *testing.T) {
+	env := map[string]string{"KAGENT_CUT_SLOWER_PCT": "0"}
+	cfg, _, err := Load(LoadOptions{WorkDir: t.TempDir(), Strategy: StrategyTune, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StrategyConfig.CutSlowerPct != 0 {
+		t.Errorf("cut_slower_pct %g, want 0 from the environment over the preset's 3", cfg.StrategyConfig.CutSlowerPct)
 	}
 }
 

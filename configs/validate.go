@@ -120,6 +120,9 @@ func (c *Config) Validate() error {
 	if c.StrategyConfig.HeldOutTop < 0 || c.StrategyConfig.HeldOutWithinPct < 0 {
 		add("strategy_config.held_out_top and strategy_config.held_out_within_pct must not be negative (0 for the defaults, 12 and 25)")
 	}
+	if p := c.StrategyConfig.CutSlowerPct; !(p >= 0 && p <= 1000) {
+		add("strategy_config.cut_slower_pct is %g: give a percentage of 0 (off) or more, at most 1000", p)
+	}
 	if c.LLM.MaxConcurrency < 1 {
 		add("llm.max_concurrency is %d: set it to 1 or more", c.LLM.MaxConcurrency)
 	}

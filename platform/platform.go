@@ -52,7 +52,18 @@ type Candidate struct {
 	Path string
 	// Source is the file's contents (what Path holds).
 	Source string
+	// CutoffMS, when positive, lets a verification stop after a quick timing
+	// of the loaded candidate slower than it: the verdict fails as
+	// FailureSlower and no other check runs (a knob variant that cannot
+	// beat the best is not worth them). Sessions that cannot time a
+	// candidate before verifying it ignore it.
+	CutoffMS float64
 }
+
+// FailureSlower is the verdict's failure when a verification with a cutoff
+// stopped after a quick timing slower than it: the candidate was neither
+// verified nor timed, so it is not an incorrect kernel.
+const FailureSlower = "slower"
 
 // Check is the outcome of one verification check.
 type Check struct {

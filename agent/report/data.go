@@ -191,6 +191,10 @@ type Candidate struct {
 	// it: "source" (normalised source) or "code" (code fingerprint); "" for
 	// any other candidate.
 	DuplicateBy string
+	// Cut: a knob variant stopped after a quick timing slower than the best
+	// (strategy_config.cut_slower_pct), neither verified nor timed, so
+	// neither correct nor a rejected kernel.
+	Cut bool
 }
 
 // Duplicates counts the candidates skipped as duplicates, by how they were

@@ -111,16 +111,22 @@ func writeFacts(b *bytes.Buffer, d Data) {
 	if d.Work.Bytes > 0 || d.Work.FLOPs > 0 {
 		row("work", fmt.Sprintf("%s moved, %s", fmtBytes(d.Work.Bytes), fmtFLOPs(d.Work.FLOPs)))
 	}
-	correct, rejected := 0, 0
+	correct, rejected, cut := 0, 0, 0
 	for _, c := range d.Candidates {
 		switch {
 		case c.Correct():
 			correct++
+		case c.Cut:
+			cut++
 		case c.Status == StatusRejected || c.Status == StatusFailed || c.Failure != "":
 			rejected++
 		}
 	}
-	row("candidates", fmt.Sprintf("%d (%d correct, %d rejected or failed)", len(d.Candidates), correct, rejected))
+	counts := fmt.Sprintf("%d (%d correct, %d rejected or failed", len(d.Candidates), correct, rejected)
+	if cut > 0 {
+		counts += fmt.Sprintf(", %d cut after a quick timing slower than the best", cut)
+	}
+	row("candidates", counts+")")
 	if src, code := d.Duplicates(); src+code > 0 {
 		row("duplicates skipped", fmt.Sprintf("%d (by source %d / by compiled code %d)", src+code, src, code))
 	}
@@ -218,6 +224,9 @@ func writeCandidates(b *bytes.Buffer, d Data, der derived) {
 		if c.Failure != "" {
 			status += ": " + c.Failure
 		}
+		if c.Cut {
+			status = "cut: slower than the best"
+		}
 		ms, e, cm, in, fl := "", "", "", "", ""
 		if c.Correct() {
 			t := c.Time.MedianMS
@@ -256,7 +265,7 @@ func writeCandidates(b *bytes.Buffer, d Data, der derived) {
 func writeRejected(b *bytes.Buffer, d Data) {
 	var rows []Candidate
 	for _, c := range d.Candidates {
-		if !c.Correct() && (c.Status == StatusRejected || c.Status == StatusFailed || c.Failure != "") {
+		if !c.Correct() && !c.Cut && (c.Status == StatusRejected || c.Status == StatusFailed || c.Failure != "") {
 			rows = append(rows, c)
 		}
 	}

@@ -296,6 +296,8 @@ type verifyRequest struct {
 	CandidatePath string `json:"candidate_path"`
 	RequireTriton bool   `json:"require_triton"`
 	CheckLaunch   bool   `json:"check_launch"`
+	// CutoffMS: the quick cut (harness quickcut.py); 0 leaves it out.
+	CutoffMS float64 `json:"cutoff_ms,omitempty"`
 }
 
 type verifyResult struct {
@@ -322,7 +324,8 @@ func (e *Engine) Verify(ctx context.Context, c platform.Candidate) (platform.Ver
 		var r verifyResult
 		limit, _ := e.Limits()
 		began := time.Now()
-		err := l.Call(ctx, "verify", verifyRequest{ProblemID: pid, CandidatePath: c.Path, RequireTriton: e.opts.RequireTriton, CheckLaunch: e.opts.RequireTriton}, &r, limit)
+		err := l.Call(ctx, "verify", verifyRequest{ProblemID: pid, CandidatePath: c.Path, RequireTriton: e.opts.RequireTriton,
+			CheckLaunch: e.opts.RequireTriton, CutoffMS: c.CutoffMS}, &r, limit)
 		if err == nil && r.Passed {
 			e.note(&e.verifyTook, time.Since(began), true)
 		}
