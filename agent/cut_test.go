@@ -19,6 +19,7 @@ import (
 func TestCutoff(t *testing.T) {
 	full := &platform.Timing{MedianMS: 2}
 	screened := &platform.Timing{MedianMS: 2, Budget: "screen 30%"}
+	profiler := &platform.Timing{MedianMS: 2, Clock: platform.ClockProfiler}
 	variant := &search.Variant{Label: "BLOCK=256", Source: "x"}
 	for _, tc := range []struct {
 		name string
@@ -34,6 +35,7 @@ func TestCutoff(t *testing.T) {
 		{"a screening rung", 3, full, search.Slot{Variant: variant, Budget: 0.3}, 0},
 		{"a best timed by a screen", 3, screened, search.Slot{Variant: variant}, 0},
 		{"a best not timed", 3, nil, search.Slot{Variant: variant}, 0},
+		{"a best timed by the profiler's clock", 3, profiler, search.Slot{Variant: variant}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(configs.StrategyTune)

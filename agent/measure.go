@@ -28,13 +28,16 @@ func rejection(name, reason string) platform.Verdict {
 // teach the refinement), and a screening rung times its variants on purpose.
 // A variant slower than the best can neither be promoted nor lead the next
 // round (search's tune), so cutting it changes no decision of the search.
+// A best timed by the profiler's clock gives no cutoff: the quick timing
+// reads device events, which run longer than the kernels' own records.
 func (l *loop) cutoff(v view, s search.Slot) float64 {
 	pct := l.cfg.StrategyConfig.CutSlowerPct
 	if pct <= 0 || s.Variant == nil || s.Screening() {
 		return 0
 	}
 	best, ok := v.h.ByID[v.bestID]
-	if !ok || best.Timing == nil || best.Timing.Screening() || best.MedianMS() <= 0 {
+	if !ok || best.Timing == nil || best.Timing.Screening() || best.MedianMS() <= 0 ||
+		best.Timing.Clock == platform.ClockProfiler {
 		return 0
 	}
 	return best.MedianMS() * (1 + pct/100)

@@ -109,6 +109,28 @@ class QuickCutUnitTest(unittest.TestCase):
         rc = self.timed([0.9] * 3, 1.0)
         self.assertEqual(rc.keys, [("t", "main", 0)])
 
+    def test_the_events_own_span_is_taken_off(self) -> None:
+        class Held(FakeProblem):
+            class device:  # noqa: N801
+                is_gpu = True
+                can_spin = False
+                holds = True
+                reference_bracket_ms = 0.0013
+
+                @staticmethod
+                def l2_bytes() -> int:
+                    return 0
+
+        # A 13 us kernel as fast as the best: its events read 14.3 us.
+        rc = FakeRC([0.0143] * 10)
+        qc.quick_cut(Held, type("Cand", (), {"rc": rc})(), 0.013 * 1.03)
+        self.assertEqual(rc.ops, ["prepare"] + ["timed"] * 3, "not slower once the span is taken off")
+        Held.device.reference_bracket_ms = 0.5  # above bracket.MAX_MS: the device was not idle
+        rc = FakeRC([0.0143] * 10)
+        with self.assertRaises(CheckFailure):
+            qc.quick_cut(Held, type("Cand", (), {"rc": rc})(), 0.013 * 1.03)
+        self.assertEqual(qc.events_span(FakeProblem.device), 0.0, "no hold, nothing taken off")
+
     def test_nothing_without_a_cutoff_or_a_runner(self) -> None:
         rc = FakeRC([])
         self.assertIsNone(qc.quick_cut(FakeProblem, type("Cand", (), {"rc": rc})(), 0.0))
