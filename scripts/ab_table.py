@@ -7,7 +7,10 @@ run's phases.json.
 
 Prints, per problem, the wall time, seconds per variant and the median
 verification and timing seconds per variant of both sides, the difference
-of the walls (B - A), and the medians over the problems.
+of the walls (B - A), the variants (in brackets those cut after a quick
+timing) and the best kernel's time of both sides (a switch that should not
+change what the search finds must leave them alike), and the medians over
+the problems.
 """
 
 from __future__ import annotations
@@ -47,15 +50,18 @@ def main(argv: List[str]) -> int:
     keys = [k for k in a if k in b]
     cols = ("wall_s", "s_per_variant", "verify_s", "timing_s")
     print(f"| id | problem | wall s {la} | wall s {lb} | {lb} - {la} s | s/variant {la} | s/variant {lb} | "
-          f"verify s {la} | verify s {lb} | timing s {la} | timing s {lb} |")
-    print("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+          f"verify s {la} | verify s {lb} | timing s {la} | timing s {lb} | variants (cut) {la} | "
+          f"variants (cut) {lb} | best ms {la} | best ms {lb} |")
+    print("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for k in keys:
         x, y = a[k], b[k]
         d = y["wall_s"] - x["wall_s"] if x.get("wall_s") and y.get("wall_s") else None
         print(f"| {k} | {x.get('name')} | {_f(x.get('wall_s'))} | {_f(y.get('wall_s'))} | {_f(d)} | "
               f"{_f(x.get('s_per_variant'), 3)} | {_f(y.get('s_per_variant'), 3)} | "
               f"{_f(x.get('verify_s'), 3)} | {_f(y.get('verify_s'), 3)} | "
-              f"{_f(x.get('timing_s'), 3)} | {_f(y.get('timing_s'), 3)} |")
+              f"{_f(x.get('timing_s'), 3)} | {_f(y.get('timing_s'), 3)} | "
+              f"{x.get('variants', 0)} ({x.get('cut', 0)}) | {y.get('variants', 0)} ({y.get('cut', 0)}) | "
+              f"{_f(x.get('kernel_ms'), 4)} | {_f(y.get('kernel_ms'), 4)} |")
     med = {c: (_median([a[k].get(c) for k in keys]), _median([b[k].get(c) for k in keys])) for c in cols}
     print(f"\n{len(keys)} problems on both sides; medians: wall {_f(med['wall_s'][0])} s ({la}), "
           f"{_f(med['wall_s'][1])} s ({lb}); s/variant {_f(med['s_per_variant'][0], 3)} ({la}), "

@@ -58,5 +58,20 @@ class PhasesScriptTest(unittest.TestCase):
         self.assertIn("| 3 (1) |", out.getvalue())
 
 
+class AbTableTest(unittest.TestCase):
+    def test_both_sides_per_problem(self) -> None:
+        row = {"id": 19, "name": "ReLU", "wall_s": 40.0, "s_per_variant": 1.4, "verify_s": 0.8, "timing_s": 0.6,
+               "variants": 19, "cut": 0, "kernel_ms": 3.0}
+        with tempfile.TemporaryDirectory() as d:
+            a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+            _write(a, {"problems": [row]})
+            _write(b, {"problems": [dict(row, wall_s=30.0, cut=11, kernel_ms=3.01)]})
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(load_script("ab_table").main(["ab_table.py", "off", "on", a, "--", b]), 0)
+        text = out.getvalue()
+        self.assertIn("| 19 | ReLU | 40.0 | 30.0 | -10.0 |", text)
+        self.assertIn("| 19 (0) | 19 (11) | 3.0000 | 3.0100 |", text)
+
+
 if __name__ == "__main__":
     unittest.main()
