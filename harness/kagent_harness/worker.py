@@ -453,13 +453,14 @@ class Worker:
         self._make_room(need, ready=spare, want=spare.ahead(self.device) if spare is not None else 0)
         if spare is not None:
             spare.need = need
-        others = bool(self.candidates)
-        result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), others)
-        if str(result.get("failure") or "") == OOM and others:
-            # Kept runners held memory too: the candidate is rejected only if
-            # it runs out of memory with every other runner closed.
+        result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), self._holders)
+        if str(result.get("failure") or "") == OOM and (result.pop("held", False) or self._holders()):
+            # Kept runners (or a spare lent its buffers, perhaps the next
+            # candidate's, started during this verification) held memory
+            # too: the candidate is rejected only if it runs out of memory
+            # with every other runner closed.
             self._free_all(self._need(problem, "verify"))
-            result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), False)
+            result, cand = self._verify_once(key, lambda: verify(problem, path, opts, self.guard), lambda: False)
             result["oom_retried"] = True
         self._out_of_memory(str(result.get("failure") or ""))
         if cand is not None:
@@ -471,18 +472,24 @@ class Worker:
         return result
 
     def _verify_once(self, key: Any, run: Callable[[], Tuple[Dict[str, Any], Any]],
-                     others: bool) -> Tuple[Dict[str, Any], Any]:
+                     others: Callable[[], bool]) -> Tuple[Dict[str, Any], Any]:
         """One verification; where the judge's own copies run out of device
-        memory (an error, not a verdict) while other runners are kept, the
-        result says ``oom`` so that the caller closes them and tries again."""
+        memory (an error, not a verdict) while other runners hold memory
+        (``others``), the result says ``oom`` (and ``held``) so that the
+        caller closes them and tries again."""
         try:
             with self._active(key):
                 return run()
         except BaseException as exc:  # noqa: BLE001 - re-raised
-            if _kind_of(exc) != OOM or not others:
+            if _kind_of(exc) != OOM or not others():
                 raise
             self._out_of_memory(OOM, key)
-            return {"failure": OOM}, None
+            return {"failure": OOM, "held": True}, None
+
+    def _holders(self, keys: Tuple[Any, ...] = ()) -> bool:
+        """Whether runners other than ``keys``' hold device memory: kept
+        candidates, or spares lent their buffers ahead."""
+        return any(k not in keys for k in self.candidates) or any(s.rc.layout() for s in self._live_spares())
 
     def _candidate(self, problem: Any, path: str, req: Dict[str, Any]) -> Any:
         from .candidate import read_source, source_hash
@@ -552,7 +559,7 @@ class Worker:
         kept runners hold memory, close them all and run it once more. A
         spare runner has answered all it was sent before anything is timed."""
         self._spares("settle")
-        others = any(k not in keys for k in self.candidates)
+        others = self._holders(keys)
         for attempt in range(2):
             try:
                 with self._active(*keys):

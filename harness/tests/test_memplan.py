@@ -395,11 +395,70 @@ class OomRetryTest(unittest.TestCase):
         def run() -> Any:
             raise RequestError("oom", "CUDA out of memory. Tried to allocate 6.00 GiB")
 
-        result, cand = w._verify_once(("p1", "/mine.py", "h"), run, True)
+        result, cand = w._verify_once(("p1", "/mine.py", "h"), run, lambda: True)
         self.assertEqual(result["failure"], "oom")
         self.assertIsNone(cand)
         with self.assertRaises(RequestError):
-            w._verify_once(("p1", "/mine.py", "h"), run, False)
+            w._verify_once(("p1", "/mine.py", "h"), run, lambda: False)
+
+    def test_a_spare_lent_buffers_counts_as_holding_memory(self) -> None:
+        from kagent_harness.failures import RequestError
+        from kagent_harness.spare import Spare
+
+        w = self.worker(kept=0)
+        spare = Spare()
+        spare.rc = type("RC", (), {"layout": lambda self: {"in": 4}, "close": lambda self: None,
+                                   "settle": lambda self, timeout: None})()
+        w.problems = {"p1": type("P", (), {"spare": spare})()}
+        runs = []
+
+        def run() -> Dict[str, Any]:
+            runs.append(spare.rc is not None)
+            if len(runs) == 1:
+                raise RequestError("oom", "CUDA out of memory")
+            return {"ms": 1.0}
+
+        w._need = lambda problem, op: 0
+        out = w._timing(None, (("p1", "/mine.py", "h"),), run)
+        self.assertEqual(runs, [True, False], "the spare closed before the second try")
+        self.assertTrue(out["oom_retried"])
+        self.assertTrue(w._holders() is False)
+
+    def test_a_candidate_out_of_memory_beside_the_next_spare_is_retried(self) -> None:
+        # The next candidate's spare, lent its buffers during this
+        # verification, held memory the candidate ran out of: tried again
+        # with the spare closed.
+        import tempfile
+        from unittest import mock
+
+        from kagent_harness.spare import Spare
+
+        w = self.worker(kept=0)
+        w.device.free_memory = lambda: 1 << 40
+        w.device.is_gpu = False
+        w.guard = None
+        spare = Spare()
+        problem = type("P", (), {"id": "p1", "spare": spare})()
+        w.problems = {"p1": problem}
+        w._problem = lambda req: problem
+        w._need = lambda problem, op: 0
+        lent = type("RC", (), {"layout": lambda self: {"in": 4}, "close": lambda self: None})
+        verdicts = []
+
+        def fake_verify(problem: Any, path: str, opts: Any, guard: Any) -> Any:
+            verdicts.append(spare.rc is not None)
+            if len(verdicts) == 1:
+                spare.rc = lent()  # started, and lent its buffers, during the verification
+                return {"passed": False, "failure": "oom", "reason": "CUDA out of memory"}, None
+            return {"passed": True, "failure": "", "reason": ""}, None
+
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as f, \
+                mock.patch("kagent_harness.verify.verify", fake_verify):
+            f.write("x = 1\n")
+            f.flush()
+            out = w.verify({"problem_id": "p1", "candidate_path": f.name, "require_triton": False})
+        self.assertEqual(verdicts, [False, False], "the spare was closed before the second try")
+        self.assertTrue(out["passed"] and out["oom_retried"], out)
 
     def test_other_failures_are_not_retried(self) -> None:
         from kagent_harness.failures import RequestError
