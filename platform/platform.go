@@ -99,6 +99,11 @@ type Verdict struct {
 	// during a verification that passed, as that process reports them: a
 	// diagnostic of where the time went, never a check.
 	TritonCompiles *TritonCompiles `json:"triton_compiles,omitempty"`
+	// QuickMS is the median of the quick timing a verification with a
+	// cutoff ran before its checks (Candidate.CutoffMS), less the events'
+	// own span; 0 when none ran. The runner's claim: a diagnostic of how the
+	// quick timing compares with the full one, never a time of the kernel.
+	QuickMS float64 `json:"quick_ms,omitempty"`
 }
 
 // TritonCompiles is what Triton's compiler did in one candidate's process.

@@ -18,8 +18,11 @@ settled without it) and compare s (median, in the worker), end s
 profile, the report) and gate s (the acceptance gates' own time within it;
 the final profile, staged beside the gate, takes most of the rest), Triton s (the median seconds Triton's compiler took in
 a variant's runner during its verification, and how many variants found
-every kernel in the cache: compiled ahead or before), then the largest
-verification and timing phases (median seconds per variant, in the worker).
+every kernel in the cache: compiled ahead or before), quick/full (for the
+variants verified after a quick timing and timed in full: the median, least
+and greatest ratio of the quick timing's median to the full timing's), then
+the largest verification and timing phases (median seconds per variant, in
+the worker).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
     tparts: Dict[str, List[float]] = {}
     variants = 0
     cut_s: List[float] = []
+    quick: List[float] = []
     gate_s = 0.0
     for cand in sorted(glob.glob(os.path.join(run_dir, "round*", "cand*"))):
         apath = os.path.join(cand, "acceptance.json")
@@ -86,6 +90,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
             continue
         variants += 1
         vpath, tpath = os.path.join(cand, "verdict.json"), os.path.join(cand, "timing.json")
+        q = 0.0  # the quick timing's median, where the verification ran one
         if os.path.exists(vpath):
             with open(vpath, encoding="utf-8") as f:
                 v = json.load(f)
@@ -94,6 +99,7 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
                 cut_s.append((v.get("duration_ns") or 0) / 1e9)
                 continue
             verify_s.append((v.get("duration_ns") or 0) / 1e9)
+            q = float(v.get("quick_ms") or 0.0)
             tc = v.get("triton_compiles") or {}
             if tc:
                 compile_s.append(float(tc.get("seconds") or 0.0))
@@ -105,6 +111,9 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
                 t = json.load(f)
             ph = t.get("phases") or {}
             timing_s.append(sum(float(x) for x in ph.values()))
+            full = t.get("median_ms") or 0
+            if q > 0 and full > 0 and not t.get("budget"):
+                quick.append(q / full)
             for k, x in ph.items():
                 tphases.setdefault(k, []).append(float(x))
             for k, x in (t.get("timed_parts") or {}).items():
@@ -125,6 +134,8 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         "variants": variants,
         "cut": len(cut_s),
         "cut_s": round(_median(cut_s), 3),
+        "quick_vs_full": ({"n": len(quick), "median": round(_median(quick), 4), "min": round(min(quick), 4),
+                           "max": round(max(quick), 4)} if quick else None),
         "s_per_variant": round(_median(per_variant), 3),
         "verify_s": round(_median(verify_s), 3),
         "timing_s": round(_median(timing_s), 3),
@@ -139,6 +150,13 @@ def problem_phases(run_dir: str) -> Dict[str, Any]:
         "timing_phases": {k: round(_median(v), 3) for k, v in sorted(tphases.items())},
         "timed_parts": {k: round(_median(v), 3) for k, v in sorted(tparts.items())},
     }
+
+
+def _ratios(q: Any) -> str:
+    """quick/full as "median (least-greatest, n)", or "" without any."""
+    if not q:
+        return ""
+    return f"{q['median']:.3f} ({q['min']:.3f}-{q['max']:.3f}, {q['n']})"
 
 
 def _top(phases: Dict[str, float], n: int = 3) -> str:
@@ -170,8 +188,9 @@ def main(argv: List[str]) -> int:
     summary = {"problems": len(rows), "median_wall_s": round(_median(walls), 2),
                "median_s_per_variant": round(_median([x.get("s_per_variant", 0) for x in rows if x.get("variants")]), 3)}
     lines = ["| id | problem | wall s | round 0 s | variants (cut) | s/variant | verify s | timing s | cut s | compared | "
-             "compare s | end s | gate s | Triton s (cached) | kernel ms | largest verify phases (s) | timing phases (s) |",
-             "|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|---|---|"]
+             "compare s | end s | gate s | Triton s (cached) | kernel ms | quick/full | largest verify phases (s) | "
+             "timing phases (s) |",
+             "|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|---|---|---|"]
     for x in rows:
         kms = f"{x['kernel_ms']:.4g}" if isinstance(x.get("kernel_ms"), (int, float)) else "n/a"
         tcs = "n/a" if x.get("triton_compile_s") is None else f"{x['triton_compile_s']:.2f} ({x.get('all_cached', 0)})"
@@ -180,7 +199,7 @@ def main(argv: List[str]) -> int:
                      f"{x.get('s_per_variant', 0):.2f} | {x.get('verify_s', 0):.2f} | {x.get('timing_s', 0):.2f} | "
                      f"{x.get('cut_s', 0):.2f} | "
                      f"{x.get('compared', 0)} ({x.get('settled', 0)}) | {x.get('compare_s', 0):.2f} | {x.get('end_s', 0):.1f} | "
-                     f"{x.get('gate_s', 0):.2f} | {tcs} | {kms} | "
+                     f"{x.get('gate_s', 0):.2f} | {tcs} | {kms} | {_ratios(x.get('quick_vs_full'))} | "
                      f"{_top(x.get('verify_phases') or {})} | {_top(x.get('timing_phases') or {}, 4)} |")
     lines.append("")
     lines.append(f"{summary['problems']} problems; median wall {summary['median_wall_s']:.1f} s per problem; "

@@ -543,6 +543,7 @@ def verify(
     cand: Optional[Candidate] = None
     run: Optional[_Run] = None
     compiles: Optional[Dict[str, Any]] = None
+    quick: Optional[List[float]] = None
     try:
         # With a cutoff, the next candidate's spare starts after the quick
         # timing: nothing of it runs on the device while a kernel is timed.
@@ -552,7 +553,8 @@ def verify(
             from .remote import start_spare
 
             try:
-                if quick_cut(problem, cand, opts.cutoff_ms) is not None:
+                quick = quick_cut(problem, cand, opts.cutoff_ms)
+                if quick is not None:
                     rec.mark("quick_timing")
             finally:
                 start_spare(problem, cand)
@@ -585,4 +587,6 @@ def verify(
     }
     if compiles is not None:
         result["triton_compiles"] = compiles
+    if quick:
+        result["quick_ms"] = sorted(quick)[len(quick) // 2]
     return result, (cand if failure is None else None)

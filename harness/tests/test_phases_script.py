@@ -35,9 +35,11 @@ class PhasesScriptTest(unittest.TestCase):
                 {"event": "round_started", "round": 1, "slots": 2, "time": t % 3},
                 {"event": "round_finished", "round": 1, "time": t % 6},
                 {"event": "run_finished", "time": t % 11}])
-            for cand, verify_ns in (("cand1", 8e8), ("cand2", 1e9)):
-                _write(os.path.join(run, "round001", cand, "verdict.json"), {"duration_ns": verify_ns, "phases": {"first_draw": 0.3}})
-                _write(os.path.join(run, "round001", cand, "timing.json"), {"phases": {"timed": 0.3, "prepare": 0.1}})
+            for cand, verify_ns, quick in (("cand1", 8e8, 3.03), ("cand2", 1e9, 2.97)):
+                _write(os.path.join(run, "round001", cand, "verdict.json"),
+                       {"duration_ns": verify_ns, "phases": {"first_draw": 0.3}, "quick_ms": quick})
+                _write(os.path.join(run, "round001", cand, "timing.json"),
+                       {"phases": {"timed": 0.3, "prepare": 0.1}, "median_ms": 3.0})
             _write(os.path.join(run, "round001", "cand2", "acceptance.json"), {"duration_ns": 1.8e9, "passed": True})
             _write(os.path.join(run, "round001", "cand3", "verdict.json"),
                    {"duration_ns": 2e8, "failure": "slower", "phases": {"slower": 0.1}})
@@ -49,6 +51,8 @@ class PhasesScriptTest(unittest.TestCase):
         self.assertEqual(row["variants"], 3)
         self.assertEqual((row["cut"], row["cut_s"]), (1, 0.2), "the cut variant is counted apart")
         self.assertNotIn("slower", row["verify_phases"])
+        self.assertEqual(row["quick_vs_full"], {"n": 2, "median": 1.0, "min": 0.99, "max": 1.01})
+        self.assertIn("| 1.000 (0.990-1.010, 2) |", out.getvalue())
         self.assertEqual(row["s_per_variant"], 1.5)
         self.assertEqual(row["verify_s"], 0.9)
         self.assertEqual(row["timing_s"], 0.4)

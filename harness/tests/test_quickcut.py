@@ -158,9 +158,11 @@ class QuickCutVerifyTest(TempFilesCase):
         self.assertTrue(result["passed"], result)
         self.assertIsNotNone(cand)
         self.assertIn("quick_timing", result["phases"])
+        self.assertGreater(result["quick_ms"], 0.0)
         plain, _ = self.run_verify(GOOD, cut(0.0))
         self.assertTrue(plain["passed"])
         self.assertNotIn("quick_timing", plain["phases"])
+        self.assertNotIn("quick_ms", plain)
         self.assertEqual([c["name"] for c in result["checks"]], [c["name"] for c in plain["checks"]])
         cand.close()
 

@@ -27,8 +27,8 @@ func TestQuickCutReachesTheHarness(t *testing.T) {
 	if v, err = s.Verify(ctx, c); err != nil || !v.Passed {
 		t.Fatalf("cutoff %g ms: %v %+v", c.CutoffMS, err, v)
 	}
-	if _, ok := v.Phases["quick_timing"]; !ok {
-		t.Errorf("no quick timing among the phases %v", v.Phases)
+	if _, ok := v.Phases["quick_timing"]; !ok || v.QuickMS <= 0 {
+		t.Errorf("no quick timing among the phases %v (quick_ms %g)", v.Phases, v.QuickMS)
 	}
 	c.CutoffMS = 1e-9
 	if v, err = s.Accept(ctx, c); err != nil || !v.Passed {

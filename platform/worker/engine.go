@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -312,6 +313,8 @@ type verifyResult struct {
 	Phases    map[string]float64 `json:"phases"`
 	// TritonCompiles is the runner's count of its Triton compiles.
 	TritonCompiles *platform.TritonCompiles `json:"triton_compiles"`
+	// QuickMS: the quick timing's median (harness quickcut.py).
+	QuickMS *float64 `json:"quick_ms"`
 }
 
 // Verify runs every verification check on a candidate. Faults of the
@@ -345,6 +348,9 @@ func (e *Engine) Verify(ctx context.Context, c platform.Candidate) (platform.Ver
 		}
 		if r.RelL2 != nil {
 			v.RelL2 = *r.RelL2
+		}
+		if r.QuickMS != nil && *r.QuickMS > 0 && !math.IsInf(*r.QuickMS, 0) {
+			v.QuickMS = *r.QuickMS
 		}
 		if !v.Passed && v.Failure == "" {
 			v.Failure, v.Reason = "verify", "the harness failed the candidate without naming a check"
