@@ -274,6 +274,23 @@ class GPUWorkerTest(unittest.TestCase):
         self.assertGreater(cmp["result"]["a"]["bracket_ms"], 0.0)
         self.assertEqual(cmp["result"]["a"]["bracket_ms"], cmp["result"]["b"]["bracket_ms"])
 
+    def test_quick_cut(self) -> None:
+        # A cutoff no call can beat cuts the kernel as slower; one every call
+        # beats leaves its verification whole, with the quick timing's median,
+        # which reads about like its full timing (printed for the record).
+        c = self.client
+        pid, good, _ = _load_and_verify(self, c)
+        v = c.request("verify", problem_id=pid, candidate_path=good, require_triton=True, cutoff_ms=1e-9)
+        self.assertEqual(v["result"]["failure"], "slower", v)
+        v = c.request("verify", problem_id=pid, candidate_path=good, require_triton=True, cutoff_ms=1e9)
+        self.assertTrue(v["result"]["passed"], v)
+        quick = v["result"]["quick_ms"]
+        b = c.request("bench", problem_id=pid, target="kernel", candidate_path=good, rep_ms=20, warmup_ms=5)
+        self.assertTrue(b["ok"], b)
+        full = b["result"]["median_ms"]
+        print(f"\nquick cut on the GPU: quick {quick * 1e3:.2f} us, full {full * 1e3:.2f} us, ratio {quick / full:.3f}")
+        self.assertTrue(0.3 < quick / full < 3.0, (quick, full))
+
 
 @unittest.skipUnless(HAS_CUDA and HAS_TRITON, "no GPU or no Triton")
 class GPUProfilerClockTest(unittest.TestCase):
