@@ -92,6 +92,17 @@ func hostileRun(t testing.TB, kernelDir string) (*store.Store, string) {
 			_, err := st.UpdateCandidate(ctx, run.ID, "r1c2", store.Update{Status: store.StatusTimed, Timing: &fast})
 			return err
 		},
+		func() error {
+			_, err := st.AddCandidate(ctx, store.Candidate{RunID: run.ID, ID: "r1c9", Round: 1, Slot: 9, ParentID: store.InputID,
+				Direction: "tune: BLOCK=256", Source: "import triton\n@triton.jit\ndef k(x):\n    return 3\n"})
+			return err
+		},
+		func() error {
+			reason := "slower than the best: 5 of 5 quick timed calls took longer than the cutoff"
+			_, err := st.UpdateCandidate(ctx, run.ID, "r1c9", store.Update{Status: store.StatusRejected, Verdict: &platform.Verdict{
+				Failure: platform.FailureSlower, Reason: reason, Checks: []platform.Check{{Name: platform.FailureSlower, Reason: reason}}}})
+			return err
+		},
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {

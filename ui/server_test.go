@@ -47,7 +47,8 @@ func TestPages(t *testing.T) {
 	}{
 		{"index", "GET", "/", 200, []string{hostileRunID, "/sweep/0"}, nil},
 		{"run", "GET", run, 200, []string{"r1c1", `<span class="fail">correctness</span>`, "max abs err 3.2 &lt;b&gt;at&lt;/b&gt;",
-			"memory: &lt;i&gt;fuse&lt;/i&gt;", "roofline.svg", "process CPU time (test)", "CV 2.0%", "2x", "open"}, []string{"<b>at</b>", "<i>fuse"}},
+			"memory: &lt;i&gt;fuse&lt;/i&gt;", "roofline.svg", "process CPU time (test)", "CV 2.0%", "2x", "open",
+			`<span class="muted">cut</span>: slower than the best`}, []string{"<b>at</b>", "<i>fuse", `<span class="fail">slower</span>`}},
 		{"run head", "HEAD", run, 200, nil, nil},
 		{"candidate", "GET", run + "/c/r1c1", 200, []string{"&lt;script&gt;window.__pwned = 1; alert(1)&lt;/script&gt;",
 			"&lt;img src=x onerror=", "&lt;/pre&gt;&lt;script&gt;", "Make it &lt;faster&gt;", "&lt;u&gt;memory&lt;/u&gt;",
