@@ -47,6 +47,16 @@ SHARE = 0.8
 WARMUP_MS = 5.0
 
 
+def cutoff_of(req: Any) -> float:
+    """A verify request's ``cutoff_ms`` where it is a finite positive
+    number, else 0 (no cut)."""
+    try:
+        v = float(req.get("cutoff_ms") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return v if 0.0 < v < float("inf") else 0.0
+
+
 def decide(times: List[float], cutoff_ms: float) -> Optional[bool]:
     """True: slower (cut); False: not slower; None: not settled yet."""
     under = sum(1 for t in times if t <= cutoff_ms)

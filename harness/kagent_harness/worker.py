@@ -432,6 +432,7 @@ class Worker:
     def verify(self, req: Dict[str, Any]) -> Dict[str, Any]:
         from .candidate import read_source, source_hash
         from .failures import RequestError
+        from .quickcut import cutoff_of
         from .verify import VerifyOptions, verify
 
         problem = self._problem(req)
@@ -444,7 +445,7 @@ class Worker:
             check_launch=bool(req.get("check_launch", require)),
             entry=str(req.get("entry") or ""),
             test_timeout_s=float(req.get("test_timeout_s") or 300.0),
-            cutoff_ms=_positive(req.get("cutoff_ms")),
+            cutoff_ms=cutoff_of(req),
         )
         key = (problem.id, os.path.realpath(path), source_hash(read_source(path)))
         self._drop(key)
@@ -668,15 +669,6 @@ def _trace(msg: str) -> None:
     """A step's duration on stderr with KAGENT_TRACE=1 (scripts/verify_cost.py)."""
     if os.environ.get("KAGENT_TRACE") == "1":
         _log(f"trace {msg}")
-
-
-def _positive(x: Any) -> float:
-    """A request's number where it is a finite positive one, else 0."""
-    try:
-        v = float(x or 0.0)
-    except (TypeError, ValueError):
-        return 0.0
-    return v if 0.0 < v < float("inf") else 0.0
 
 
 def _kind_of(exc: BaseException) -> str:
