@@ -55,6 +55,20 @@ func (t *Task) SelectSize(spec string) error {
 	return nil
 }
 
+// ChooseSize sets the timed shape of a run from spec as SelectSize does,
+// except that on the cpu platform (onCPU) with no size asked for it picks the
+// kernel dir's "cpu" size when there is one (a problem's own shapes are
+// often GPU-sized). It returns the spec chosen, for the run's config to
+// record, so a resumed run times the same shape.
+func (t *Task) ChooseSize(spec string, onCPU bool) (string, error) {
+	if strings.TrimSpace(spec) == "" && onCPU {
+		if _, ok := t.Options.Sizes[CPUSize]; ok {
+			spec = CPUSize
+		}
+	}
+	return spec, t.SelectSize(spec)
+}
+
 // SizeLabel describes the timed shape for people: "default", the size's
 // name, or its pairs.
 func (o Options) SizeLabel() string {

@@ -247,3 +247,54 @@ func TestSuppliedKernels(t *testing.T) {
 		t.Errorf("%d results, complete %v", len(sum.Results), sum.Complete)
 	}
 }
+
+// TestSweepSize: the config's size applies to every problem of a sweep
+// (their reports say so), a problem lacking one of its constants fails on
+// its own, and a sweep dir started at one size is not resumed at another.
+func TestSweepSize(t *testing.T) {
+	kernels := t.TempDir()
+	for dir, src := range map[string]string{"1": "1_Add.v1.py", "2": "2_Scale.v1.py"} {
+		if err := os.MkdirAll(filepath.Join(kernels, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(kernels, dir, "input.py"), readFile(t, filepath.Join("testdata", "replies", src)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newLocal(t, llmtest.NewServer(t))
+	r.LLM, r.Kernels = nil, kernels
+	r.Config.Strategy, r.Config.LLM.Model, r.Config.Size = "tune", "", "batch_size=8,dim=64"
+	sel, _ := ParseSelection("1-2")
+	dir := filepath.Join(t.TempDir(), "sweep")
+	sum, err := Run(context.Background(), Options{Dir: dir, Source: testSource, Level: 1,
+		Selection: sel, Strategy: "tune", Size: r.Config.Size, Runner: r, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Results) != 2 {
+		t.Fatalf("%d results, want 2", len(sum.Results))
+	}
+	for _, res := range sum.Results {
+		rep := string(readFile(t, filepath.Join(dir, RunsDir, res.Key(), "report.md")))
+		if !res.Correct || !strings.Contains(rep, "| timed size | batch_size=8,dim=64 |") {
+			t.Errorf("%s: correct %v, report without the size:\n%s", res.Key(), res.Correct, rep)
+		}
+	}
+	_, err = Run(context.Background(), Options{Dir: dir, Source: testSource, Level: 1,
+		Selection: sel, Strategy: "tune", Runner: r, Logger: testLogger(t)})
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "size") {
+		t.Errorf("the same dir at the problems' own size: %v, want ErrMismatch naming the size", err)
+	}
+
+	r.Config.Size = "rows=8"
+	sum, err = Run(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "sweep"), Source: testSource, Level: 1,
+		Selection: sel, Strategy: "tune", Size: r.Config.Size, Runner: r, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range sum.Results {
+		if res.Correct || !strings.Contains(res.Error, "rows") {
+			t.Errorf("%s at a size naming no constant of it: %s %q, want an error naming rows", res.Key(), res.Status, res.Error)
+		}
+	}
+}

@@ -116,7 +116,7 @@ func (l *Local) RunProblem(ctx context.Context, job Job) (ProblemResult, error) 
 	if err := generate.Prepare(job.Dir, job.Problem.Path, job.Problem.Key()); err != nil {
 		return ProblemResult{}, err
 	}
-	task, err := kerneldir.Load(ctx, job.Dir, kerneldir.LoadOptions{Python: l.Python})
+	task, cfg, err := l.load(ctx, job.Dir, false)
 	if err != nil {
 		return ProblemResult{}, err
 	}
@@ -136,7 +136,7 @@ func (l *Local) RunProblem(ctx context.Context, job Job) (ProblemResult, error) 
 		if err != nil {
 			return ProblemResult{}, err
 		}
-		gres, err := generate.Run(ctx, generate.Input{Config: l.Config, Task: task, Platform: l.Platform, Session: sess,
+		gres, err := generate.Run(ctx, generate.Input{Config: cfg, Task: task, Platform: l.Platform, Session: sess,
 			LLM: client, Prompts: l.Prompts, Seeds: l.Seeds, Entry: l.Entry, Store: job.Store, RunID: gid,
 			Dir: filepath.Join(job.RunDir, "generate", gid), Logger: job.Logger})
 		var af *generate.AllFailedError
@@ -153,12 +153,12 @@ func (l *Local) RunProblem(ctx context.Context, job Job) (ProblemResult, error) 
 		}
 	}
 
-	task, err = kerneldir.Load(ctx, job.Dir, kerneldir.LoadOptions{Python: l.Python, RequireKernel: true})
+	task, cfg, err = l.load(ctx, job.Dir, true)
 	if err != nil {
 		return ProblemResult{}, err
 	}
 	job.Phase("optimizing", "")
-	in := agent.RunInput{Config: l.Config, ConfigYAML: l.ConfigYAML, Task: task, Platform: l.Platform, Session: sess,
+	in := agent.RunInput{Config: cfg, ConfigYAML: l.ConfigYAML, Task: task, Platform: l.Platform, Session: sess,
 		Store: job.Store, Budget: l.Budget, Prompts: l.Prompts, Tuner: l.Tuner, RunDir: job.RunDir, RunID: job.RunID,
 		Progress: l.Progress, WriteOptimized: true, Logger: job.Logger}
 	if !search.WithoutLLM(l.Config.Strategy) {
@@ -179,6 +179,19 @@ func (l *Local) RunProblem(ctx context.Context, job Job) (ProblemResult, error) 
 		return ProblemResult{}, err
 	}
 	return l.result(ctx, job)
+}
+
+// load loads a problem's kernel dir at the sweep's timed shape (the config's
+// size, or the dir's "cpu" size on the cpu platform when none is given) and
+// returns the problem's config, which records the shape chosen.
+func (l *Local) load(ctx context.Context, dir string, requireKernel bool) (*kerneldir.Task, configs.Config, error) {
+	cfg := l.Config
+	task, err := kerneldir.Load(ctx, dir, kerneldir.LoadOptions{Python: l.Python, RequireKernel: requireKernel})
+	if err != nil {
+		return nil, cfg, err
+	}
+	cfg.Size, err = task.ChooseSize(cfg.Size, l.Platform.Name() == configs.PlatformCPU)
+	return task, cfg, err
 }
 
 // open binds a session to the problem, on the job's slot if there is one:

@@ -205,12 +205,14 @@ type Manifest struct {
 	// Selection is the canonical problem selection ("1-20,36" or "all").
 	Selection string `json:"selection"`
 	Strategy  string `json:"strategy"`
+	// Size is the timed shape asked for ("": the problems' own sizes).
+	Size string `json:"size,omitempty"`
 	// Problems are the selected problems, by id.
 	Problems []Problem `json:"problems"`
 }
 
 // Compatible reports whether two manifests describe the same sweep: the
-// same level, strategy and problems (the source path may differ between
+// same level, strategy, size and problems (the source path may differ between
 // machines).
 func (m Manifest) Compatible(o Manifest) error {
 	switch {
@@ -218,6 +220,8 @@ func (m Manifest) Compatible(o Manifest) error {
 		return fmt.Errorf("%w: level %d, not %d", ErrMismatch, o.Level, m.Level)
 	case m.Strategy != o.Strategy:
 		return fmt.Errorf("%w: strategy %s, not %s", ErrMismatch, o.Strategy, m.Strategy)
+	case m.Size != o.Size:
+		return fmt.Errorf("%w: size %q, not %q", ErrMismatch, o.Size, m.Size)
 	case !slices.EqualFunc(m.Problems, o.Problems, func(a, b Problem) bool { return a.ID == b.ID && a.File == b.File }):
 		return fmt.Errorf("%w: problems %s (%d files), not %s (%d files)", ErrMismatch, o.Selection, len(o.Problems), m.Selection, len(m.Problems))
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	Selection Selection
 	// Strategy is recorded in the manifest: shards and merges must agree.
 	Strategy string
+	// Size is the timed shape asked for (the config's size: "" for the
+	// problems' own); recorded in the manifest like Strategy.
+	Size string
 	// Shard, when set, runs only the shard's slice and writes its own
 	// results file (shard-i-of-n.json) and store; the report is left to
 	// Merge.
@@ -166,7 +169,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		o.Logger.Warn("the selection names problems that have no file", "ids", miss)
 	}
 	m := Manifest{Format: FormatManifest, Source: o.Source, Level: o.Level, Selection: o.Selection.String(),
-		Strategy: o.Strategy, Problems: problems}
+		Strategy: o.Strategy, Size: o.Size, Problems: problems}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("sweep: %w", err)
 	}

@@ -117,17 +117,12 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 	return &runSetup{cfg: cfg, src: src, task: task, platform: p, prompts: set}, nil
 }
 
-// selectSize sets the task's timed shape from cfg.Size; on the cpu platform
-// with no size asked for, the kernel dir's "cpu" size when it has one (its
-// own shapes are often GPU-sized). cfg.Size records the choice, so a resumed
-// run times the same shape.
-func selectSize(task *kerneldir.Task, cfg *configs.Config, platformName string) error {
-	if cfg.Size == "" && platformName == configs.PlatformCPU {
-		if _, ok := task.Options.Sizes[kerneldir.CPUSize]; ok {
-			cfg.Size = kerneldir.CPUSize
-		}
-	}
-	return task.SelectSize(cfg.Size)
+// selectSize sets the task's timed shape from cfg.Size (kerneldir's
+// ChooseSize) and records the choice in cfg.Size, so a resumed run times the
+// same shape.
+func selectSize(task *kerneldir.Task, cfg *configs.Config, platformName string) (err error) {
+	cfg.Size, err = task.ChooseSize(cfg.Size, platformName == configs.PlatformCPU)
+	return err
 }
 
 // platformConfig extracts what a platform needs from the run configuration.

@@ -192,7 +192,7 @@ func localSweep(c *cli.Context, s *sweepSetup) error {
 	ctx, stop := context.WithCancelCause(c.Context)
 	defer stop(nil)
 	lr := &lackRunner{Runner: runner, stop: stop}
-	o := sweep.Options{Dir: s.dir, Source: s.source, Level: s.level, Selection: s.selection, Strategy: s.cfg.Strategy,
+	o := sweep.Options{Dir: s.dir, Source: s.source, Level: s.level, Selection: s.selection, Strategy: s.cfg.Strategy, Size: s.cfg.Size,
 		Shard: s.shard, Runner: lr, Workers: 1, Logger: log, Progress: c.App.Writer}
 	if d != nil {
 		// The problems' run lines show on the status line only: a sweep's
