@@ -19,8 +19,9 @@ keeps at most ``kept_runners`` runners alive between operations, fewer where
 their R would take more than ``KEEP_SHARE`` of the device.
 
 ``plan_draws`` decides, once the first draw is built, how many draws the
-problem stores: all requested where they fit with verification's working
-memory, else two (the first public seed and the secret one), else the load
+problem stores: all requested where they fit with what the worker makes room
+for before a verification (``verify_need``: verification's working memory,
+the new runner's buffers and the outputs it keeps), else two (the first public seed and the secret one), else the load
 fails with kind ``oom`` and a message naming the sizes. ``KAGENT_MEMORY_LIMIT``
 (bytes, or with a K/M/G/T suffix) caps the device memory the worker plans
 with, for a GPU shared with other jobs.
@@ -124,6 +125,14 @@ def verify_bytes(x: int, y: int, sets: int) -> int:
     return VERIFY_X * x + VERIFY_Y * y + (sets - 1) * x
 
 
+def verify_need(x: int, y: int, sets: int, draws: int) -> int:
+    """What the worker makes room for before a verification, beyond the
+    stored draws and the scratch: verification's working memory, the new
+    candidate's runner (``runner_bytes``) and the output of every stored draw,
+    which the runner keeps until verification ends."""
+    return verify_bytes(x, y, sets) + runner_bytes(x, y, sets) + draws * y
+
+
 def timing_bytes(x: int, y: int, sets: int) -> int:
     """Working memory of a comparison beyond the stored draws: two runners."""
     return 2 * runner_bytes(x, y, sets)
@@ -138,8 +147,9 @@ def scratch_for(x: int, y: int) -> int:
 
 def need_for(draws: int, x: int, y: int, params: int, flush: int, sets: int = 1) -> int:
     """Device memory of a problem storing ``draws`` draws while a candidate
-    is verified, or two are compared (runners of ``sets`` input sets)."""
-    work = max(verify_bytes(x, y, sets), timing_bytes(x, y, sets))
+    is verified (all the worker makes room for: ``verify_need``), or two are
+    compared (runners of ``sets`` input sets)."""
+    work = max(verify_need(x, y, sets, draws), timing_bytes(x, y, sets))
     return draws * (x + y) + work + 2 * params + flush + scratch_for(x, y)
 
 

@@ -275,11 +275,7 @@ class Worker:
         x, y = nbytes(first.inputs), nbytes(first.ref)
         scratch = memplan.scratch_for(x, y)
         if op == "verify":
-            # The new candidate's runner comes on top of the judge's copies,
-            # with the outputs it keeps until verification ends (one per
-            # stored draw).
-            runner = memplan.runner_bytes(x, y, problem.sets) + len(problem.draws) * y
-            return memplan.verify_bytes(x, y, problem.sets) + runner + scratch
+            return memplan.verify_need(x, y, problem.sets, len(problem.draws)) + scratch
         # bench, compare: two runners (input sets and outputs), the L2 flush buffer
         flush = 2 * self.device.l2_bytes() if self.device.is_gpu else 0
         return memplan.timing_bytes(x, y, problem.sets) + flush + scratch

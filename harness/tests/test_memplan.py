@@ -52,8 +52,10 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(p.note, "")
 
     def test_two_draws_when_three_do_not_fit(self) -> None:
-        # 3 draws: 6 + 4 + 3 = 13 GiB (+ scratch); 2 draws: 11 GiB.
-        p = memplan.plan_draws(3, GIB, GIB, 0, 0, 11 * GIB, 2 * GIB)
+        # X = Y = 1 GiB, one input set: D draws 2D GiB, verification's
+        # working memory 7, the runner 3, its kept outputs D; 3 draws: 19 GiB
+        # (+ scratch), 2 draws: 16 GiB; 90% of 20 GiB is 18.
+        p = memplan.plan_draws(3, GIB, GIB, 0, 0, 18 * GIB, 2 * GIB)
         self.assertEqual(p.draws, 2)
         self.assertIn("stores 2 of 3 draws", p.note)
 
@@ -81,14 +83,31 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(memplan.buffer_sets(100 * GIB, h200), 1)
 
     def test_need_counts_the_runners_input_sets(self) -> None:
-        # Verification with four sets: 4 X + 3 Y + 3 more X; two runners of a
-        # comparison: 2 (4 X + 2 Y), the larger.
+        # Verification with four sets: 4 X + 3 Y + 3 more X, and the new
+        # runner's four sets and two outputs; two runners of a comparison:
+        # 2 (4 X + 2 Y), less.
         need1 = memplan.need_for(3, GIB, GIB, 0, 0, 1)
         need4 = memplan.need_for(3, GIB, GIB, 0, 0, 4)
-        self.assertEqual(need4 - need1, 12 * GIB - 7 * GIB)
-        # A plan with four sets stores fewer draws where one set would store all.
-        self.assertEqual(memplan.plan_draws(3, GIB, GIB, 0, 0, 14 * GIB, 2 * GIB, 1).draws, 3)
-        self.assertEqual(memplan.plan_draws(3, GIB, GIB, 0, 0, 14 * GIB, 2 * GIB, 4).draws, 0)
+        self.assertEqual(need4 - need1, 6 * GIB)
+        # A plan with four sets stores fewer draws where one set would store
+        # all (19 GiB and scratch with one set, 22 GiB for two draws with four).
+        self.assertEqual(memplan.plan_draws(3, GIB, GIB, 0, 0, 21 * GIB, 2 * GIB, 1).draws, 3)
+        self.assertEqual(memplan.plan_draws(3, GIB, GIB, 0, 0, 21 * GIB, 2 * GIB, 4).draws, 0)
+
+    def test_need_counts_what_the_worker_makes_room_for(self) -> None:
+        # The plan's need is the stored draws plus what the worker makes room
+        # for before each verification (worker._need): on an H100 80GB, a
+        # 6 GiB-per-tensor problem's 2 draws and verification need 96 GiB
+        # (found on one: the plan had counted 66), so its load is refused with
+        # the sizes, and the input kernel is not blamed for running out of
+        # memory; an H200 stores 3 draws.
+        x = 6 * GIB
+        h100, h200 = 79 * GIB, 139 * GIB
+        self.assertEqual(memplan.need_for(2, x, x, 0, 0, 1) - memplan.scratch_for(x, x), 96 * GIB)
+        p = memplan.plan_draws(3, x, x, 0, 0, h100 - 2 * x, 2 * x, memplan.buffer_sets(x, h100))
+        self.assertEqual(p.draws, 0)
+        self.assertIn("the problem needs about 96.2 GiB", p.note)
+        self.assertEqual(memplan.plan_draws(3, x, x, 0, 0, h200 - 2 * x, 2 * x, memplan.buffer_sets(x, h200)).draws, 3)
 
     def test_waits_while_memory_comes_back(self) -> None:
         # A replaced worker's memory returns over 2 s: the wait ends as soon
@@ -194,10 +213,12 @@ class WorkerMemoryTest(TempFilesCase):
 
     def test_fewer_draws_under_a_memory_limit(self) -> None:
         # X = Y = 16 MiB, no parameters, no flush on CPU. Three draws need
-        # 13 X + scratch, two 11 X + scratch.
+        # 19 X + scratch, two 16 X + scratch: a limit whose 90% (with the
+        # first draw, built when the plan is made) lies between.
         n = 4 * MIB
         x = 4 * n
-        limit = 13 * x + memplan.scratch_for(x, x)  # over the 90% budget for 3, under it for 2
+        mid = (memplan.need_for(2, x, x, 0, 0) + memplan.need_for(3, x, x, 0, 0)) / 2
+        limit = int(mid / memplan.PLAN_FRACTION) - 2 * x
         problem = self.write(PROBLEM.format(n=n), "problem.py")
         cand = self.write(CANDIDATE.format(k=0), "kernel.py")
         client = WorkerClient("cpu", env={"KAGENT_MEMORY_LIMIT": str(limit)})
@@ -225,13 +246,13 @@ class WorkerMemoryTest(TempFilesCase):
             client.close()
 
     def test_large_inputs_get_one_buffer_set_and_two_runners(self) -> None:
-        # X = Y = 16 MiB under a 470 MiB limit: two input sets (32 MiB)
+        # X = Y = 64 MiB under a 1600 MiB limit: two input sets (128 MiB)
         # would take more than 5% of it, so each runner gets one; two
-        # runners (48 MiB each) fit in 30% of it, three do not; the three
-        # draws (13 X and the comparison scratch, 400 MiB) fit in 90%.
-        n = 4 * MIB
+        # runners (192 MiB each) fit in 30% of it, three do not; the three
+        # draws (19 X and the comparison scratch, 1408 MiB) fit in 90%.
+        n = 16 * MIB
         problem = self.write(PROBLEM.format(n=n), "problem.py")
-        client = WorkerClient("cpu", env={"KAGENT_MEMORY_LIMIT": "470M"})
+        client = WorkerClient("cpu", env={"KAGENT_MEMORY_LIMIT": "1600M"})
         try:
             client.start()
             load = self._load(client, problem)
