@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,5 +69,41 @@ func TestGateTakesTheWarmSpare(t *testing.T) {
 	}
 	if v, err := s.Accept(ctx, cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
 		t.Fatalf("gate in a new worker: %v %+v", err, v)
+	}
+}
+
+// TestGateRefusedForMemoryFreesTheWorker: a gate whose fresh worker cannot
+// load the problem for want of device memory (the warm worker's copy and
+// kept runners may hold it) frees the warm worker's problem and tries once
+// more; only a second refusal is an error, and it says it is memory.
+func TestGateRefusedForMemoryFreesTheWorker(t *testing.T) {
+	abs, _ := filepath.Abs(filepath.Join("testdata", "problems", "add_relu"))
+	ctx := context.Background()
+	s := cpuSessionWith(t, abs, EngineOptions{VerifyTimeout: 60 * time.Second, WarmupMS: 2, RepMS: 5}, nil)
+	if v, err := s.Verify(ctx, cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
+		t.Fatalf("warm verification: %v %+v", err, v)
+	}
+	if s.profileNeedsRoom() {
+		t.Fatal("this small problem should not need the warm worker's memory freed before the gate")
+	}
+	sl := s.Engine.pool.slots[0]
+	env := sl.opts.Env
+	sl.opts.Env = append(slices.Clone(env), "KAGENT_MEMORY_LIMIT=1M") // every gate worker is refused
+	_, err := s.Accept(ctx, cpuCandidate("add_relu_ok"))
+	if !isOOM(err) || !strings.Contains(err.Error(), "the problem needs about") {
+		t.Fatalf("gate refused twice: %v, want the load's oom error", err)
+	}
+	s.Engine.mu.Lock()
+	loaded := len(s.Engine.loaded)
+	s.Engine.mu.Unlock()
+	if loaded != 0 {
+		t.Error("the warm worker kept its problem after the gate's load was refused for memory")
+	}
+	sl.opts.Env = env
+	if v, err := s.Accept(ctx, cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
+		t.Fatalf("gate with memory: %v %+v", err, v)
+	}
+	if v, err := s.Verify(ctx, cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
+		t.Fatalf("the warm worker loads the problem again: %v %+v", err, v)
 	}
 }

@@ -229,19 +229,27 @@ func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Ve
 		return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
 	}
 	defer l.Release()
-	if s.profileNeedsRoom() {
+	released := s.profileNeedsRoom()
+	if released {
 		if err := s.Engine.release(ctx, l); err != nil {
 			return platform.Verdict{}, fmt.Errorf("acceptance gate: free the worker's problem: %w", err)
 		}
 	}
 	v, err := s.gate(ctx, l, c)
-	if err == nil && v.Failure == "oom" {
+	if (err == nil && v.Failure == "oom") || isOOM(err) {
 		// The candidate passed in the warm worker; out of memory in a fresh
-		// process may be memory another process was still giving back, or a
-		// staged profile holds (StageProfile): that one ends first. It fails
-		// the gate only if it runs out of memory a second time.
-		s.Engine.logf("the acceptance gate ran out of device memory; trying once more", "candidate", c.ID)
+		// process (or a load refused for want of memory) may be memory
+		// another process was still giving back, a staged profile holds
+		// (StageProfile), or the warm worker's copy of the problem and its
+		// kept runners: those go first. It fails the gate only if it runs out
+		// of memory a second time.
+		s.Engine.logf("the acceptance gate ran out of device memory; trying once more", "candidate", c.ID, "err", err)
 		s.unstage(-1)
+		if !released {
+			if rerr := s.Engine.release(ctx, l); rerr != nil {
+				return platform.Verdict{}, fmt.Errorf("acceptance gate: free the worker's problem: %w", rerr)
+			}
+		}
 		v, err = s.gate(ctx, l, c)
 	}
 	return v, err
