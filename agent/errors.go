@@ -29,6 +29,16 @@ type InputRejectedError struct {
 }
 
 func (e *InputRejectedError) Error() string {
-	return fmt.Sprintf("input kernel failed verification: %s: %s (fix the input kernel; `kagent eval` shows every check)",
-		e.Verdict.Failure, e.Verdict.Reason)
+	return fmt.Sprintf("input kernel failed verification: %s: %s (%s)", e.Verdict.Failure, e.Verdict.Reason, InputAdvice(e.Verdict.Failure))
+}
+
+// InputAdvice says what to do about an input kernel that failed as
+// failure: out of memory, the kernel's own allocations or the problem's size
+// with the checks' working memory may be the cause; otherwise the kernel.
+func InputAdvice(failure string) string {
+	if failure == "oom" {
+		return "the kernel's own allocations, or the problem at this size with the checks' working memory, " +
+			"need more device memory than is free: time a smaller --size, or free the device"
+	}
+	return "fix the input kernel; `kagent eval` shows every check"
 }

@@ -388,6 +388,9 @@ func (l *Local) result(ctx context.Context, job Job) (ProblemResult, error) {
 		case c.ID == d.InputID && c.Status == store.StatusRejected && c.Verdict != nil:
 			res.Status = StatusFailed
 			res.Error = fmt.Sprintf("the first kernel failed verification: %s: %s", c.Verdict.Failure, c.Verdict.Reason)
+			if c.Verdict.Failure == "oom" {
+				res.Error += " (" + agent.InputAdvice(c.Verdict.Failure) + ")"
+			}
 			res.Compiled = res.Compiled || !slices.Contains(failuresOfCompile, c.Verdict.Failure)
 		}
 	}
