@@ -11,7 +11,7 @@ its runners' "trace op ..." / "trace start ..." lines and its own
 it prints the mean of each verify, bench and compare request (after the
 first --skip of each, which load the problem and compile) and what was
 inside it: the runners' ops (r.*: the candidate's runner and the spare's
-start, which runs alongside; r.call1_* and r.calln_* split each runner's
+start and device context (r.context), which run alongside; r.call1_* and r.calln_* split each runner's
 first call and its later ones into poisoning free memory, the call itself
 and handing its output back) and the judge's room-making. What is not
 listed is the judge's own work: building inputs, comparing outputs, checks.
@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Tuple
 
 WORKER_OP = re.compile(r"kagent_harness: trace op (\w+) ([0-9.]+) s")
 ROOM = re.compile(r"kagent_harness: trace (make_room) ([0-9.]+) s")
-RUNNER = re.compile(r"kagent_harness\.runner: trace (?:op (\w+)|(start)) ([0-9.]+) s")
+RUNNER = re.compile(r"kagent_harness\.runner: trace (?:op (\w+)|(start|context)) ([0-9.]+) s")
 SPARE = re.compile(r"kagent_harness: trace spare (lent|lend_failed) ([0-9]+)")
 OPS = ("verify", "bench", "compare")
 

@@ -104,6 +104,23 @@ class Runner:
         self.compiles: Dict[str, Any] = {"compiled": 0, "cache_hits": 0, "seconds": 0.0}
         self.calls = 0  # calls served (KAGENT_TRACE's first-call lines)
 
+    def make_context(self) -> None:
+        """Make the device's context now, before the first request: a spare
+        runner makes it while the judge is still busy with the candidate
+        before, instead of in the first request it serves (mapping the
+        buffers lent to it). A failure is left to the request that first
+        uses the device, which reports it."""
+        if not self.device.is_gpu:
+            return
+        began = time.monotonic()
+        try:
+            self.torch.empty(1, device=self.device.torch_device)
+            self.device.synchronize()
+        except Exception:  # noqa: BLE001 - reported by the first request that uses the device
+            return
+        if TRACE:
+            _log(f"trace context {time.monotonic() - began:.4f} s")
+
     # -- helpers --
 
     def _tensor(self, spec: Dict[str, Any], mirror: bool = True) -> Any:
@@ -796,4 +813,5 @@ def run(sock: Any, kind: str) -> int:
     link.send({"ok": {"pid": os.getpid()}})
     if TRACE:
         _log(f"trace start {time.monotonic() - began:.4f} s")
+    runner.make_context()
     return runner.serve()

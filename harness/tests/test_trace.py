@@ -48,6 +48,22 @@ class TraceTest(unittest.TestCase):
             self.assertIn(name, inside)
             self.assertGreater(inside[name], 0.0)
 
+    def test_runner_context_is_read(self) -> None:
+        # A GPU runner makes its device context right after its start
+        # (runner.make_context): the line counts inside the request it
+        # precedes, like the spare's start.
+        lines = ("kagent_harness.runner: trace start 0.0500 s\n"
+                 "kagent_harness.runner: trace context 0.1000 s\n"
+                 "kagent_harness.runner: trace op slots 0.0100 s\n"
+                 "kagent_harness: trace op verify 0.7000 s\n")
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            f.write(lines)
+        try:
+            per = load_script("trace_summary").parse(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(per["verify"], [(0.7, [("r.start", 0.05), ("r.context", 0.1), ("r.slots", 0.01)])])
+
     def test_spares_are_counted(self) -> None:
         log = self.verified_log({"KAGENT_SPARE_RUNNER": "1"}, times=2)
         self.assertEqual(log.count("trace spare lent 0 of "), 2, "host buffers are never lent ahead")
