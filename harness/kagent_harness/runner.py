@@ -105,11 +105,11 @@ class Runner:
         self.calls = 0  # calls served (KAGENT_TRACE's first-call lines)
 
     def make_context(self) -> None:
-        """Make the device's context now, before the first request: a spare
-        runner makes it while the judge is still busy with the candidate
-        before, instead of in the first request it serves (mapping the
-        buffers lent to it). A failure is left to the request that first
-        uses the device, which reports it."""
+        """Make the device's context now, before the hello: a spare runner
+        makes it while the judge is still busy with the candidate before,
+        instead of in the first request it serves (mapping the buffers lent
+        to it). A failure is left to the request that first uses the device,
+        which reports it."""
         if not self.device.is_gpu:
             return
         began = time.monotonic()
@@ -810,8 +810,10 @@ def run(sock: Any, kind: str) -> int:
         except Exception:  # noqa: BLE001
             pass
         return 70
+    # Before the hello: the judge reads a spare's hello before any timing
+    # (settle), so no context is being made while a kernel is timed.
+    runner.make_context()
     link.send({"ok": {"pid": os.getpid()}})
     if TRACE:
         _log(f"trace start {time.monotonic() - began:.4f} s")
-    runner.make_context()
     return runner.serve()
