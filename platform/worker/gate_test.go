@@ -83,7 +83,7 @@ func TestGateRefusedForMemoryFreesTheWorker(t *testing.T) {
 	if v, err := s.Verify(ctx, cpuCandidate("add_relu_ok")); err != nil || !v.Passed {
 		t.Fatalf("warm verification: %v %+v", err, v)
 	}
-	if s.profileNeedsRoom() {
+	if s.gateNeedsRoom() {
 		t.Fatal("this small problem should not need the warm worker's memory freed before the gate")
 	}
 	sl := s.Engine.pool.slots[0]

@@ -229,7 +229,7 @@ func (s *Session) Accept(ctx context.Context, c platform.Candidate) (platform.Ve
 		return platform.Verdict{}, fmt.Errorf("acceptance gate: %w", err)
 	}
 	defer l.Release()
-	released := s.profileNeedsRoom()
+	released := s.gateNeedsRoom()
 	if released {
 		if err := s.Engine.release(ctx, l); err != nil {
 			return platform.Verdict{}, fmt.Errorf("acceptance gate: free the worker's problem: %w", err)
@@ -268,7 +268,10 @@ func (s *Session) gate(ctx context.Context, l *Lease, c platform.Candidate) (pla
 	}
 	defer pool.Close()
 	req := s.Engine.req
-	req.Seeds = []int64{SecretSeed(), SecretSeed(), SecretSeed()}
+	req.Seeds = make([]int64, gateDraws)
+	for i := range req.Seeds {
+		req.Seeds[i] = SecretSeed()
+	}
 	e := NewEngine(pool, req, s.Engine.opts)
 	start := time.Now()
 	c.CutoffMS = 0 // the gate verifies in full, whatever it is handed
@@ -403,6 +406,41 @@ func (s *Session) Close() error {
 // the kernel writes to restore it between replay passes, so it shares the
 // gate's bound.
 const profileFootprint = 12
+
+// gateDraws is how many draws (new seeds) the acceptance gate verifies on.
+const gateDraws = 3
+
+// contextBytes is what a process's device context is counted at when
+// deciding what fits beside the warm worker.
+const contextBytes = 512 << 20
+
+// gateNeedsRoom reports whether the warm worker's copy of the problem should
+// be freed before the acceptance gate's fresh worker loads its own: whether,
+// beside what the warm worker holds between operations (its stored draws and
+// kept runners, from its memory plan), the gate's worker would plan fewer than
+// all its draws (it would then wait for memory that is not coming back, or be
+// refused). The gate's plan is the warm worker's, grown by the draws it stores
+// more (each a draw's inputs and outputs, and the output its runner keeps),
+// within the plan's 90% of what is free. Without a memory plan it falls back
+// to profileNeedsRoom's bound.
+func (s *Session) gateNeedsRoom() bool {
+	s.Engine.mu.Lock()
+	info := s.Engine.info
+	s.Engine.mu.Unlock()
+	total := float64(s.Hello.Device.TotalMemory)
+	if info == nil || info.Memory == nil || info.Memory.Draws <= 0 || total <= 0 {
+		return s.profileNeedsRoom()
+	}
+	m, x, y := info.Memory, info.BytesIn, info.BytesOut
+	need := m.NeedBytes + float64(gateDraws-m.Draws)*(x+2*y)
+	warm := float64(m.Draws)*(x+y) + float64(m.KeptRunners)*(float64(m.BufferSets)*x+2*y)
+	contexts := float64(m.KeptRunners+3) * contextBytes // the warm worker, its runners, the gate's worker and runner
+	return need > planFraction*(total-warm-contexts)
+}
+
+// planFraction is the share of the free device memory a worker plans its
+// draws with (the harness's memplan.PLAN_FRACTION).
+const planFraction = 0.9
 
 // profileNeedsRoom reports whether the worker's copy of the problem should
 // be freed before a profiler or the acceptance gate builds its own on the
