@@ -443,9 +443,9 @@ func (s *Session) gateNeedsRoom() bool {
 const planFraction = 0.9
 
 // profileNeedsRoom reports whether the worker's copy of the problem should
-// be freed before a profiler or the acceptance gate builds its own on the
-// same device. Unknown
-// sizes free it, to be safe.
+// be freed before a profiler builds its own on the same device (and, without
+// a memory plan, before the acceptance gate: gateNeedsRoom). Unknown sizes
+// free it, to be safe.
 func (s *Session) profileNeedsRoom() bool {
 	s.Engine.mu.Lock()
 	info := s.Engine.info
