@@ -5,10 +5,20 @@ from __future__ import annotations
 import os
 import tempfile
 import unittest
-from typing import Dict
+from typing import Any, Dict
 
 from tests.helpers import load_script
 from tests.worker_client import TESTDATA_DIR, WorkerClient
+
+
+def summarised(log: str, fn: str) -> Any:
+    """scripts/trace_summary.py's ``fn`` (parse, spares) over a log file holding ``log``."""
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+        f.write(log)
+    try:
+        return getattr(load_script("trace_summary"), fn)(f.name)
+    finally:
+        os.unlink(f.name)
 
 
 class TraceTest(unittest.TestCase):
@@ -36,12 +46,7 @@ class TraceTest(unittest.TestCase):
             self.assertIn(f"trace op call1_{part} ", log)
             self.assertIn(f"trace op calln_{part} ", log)
         self.assertEqual(log.count("trace op call1_run "), 1, log[-4000:])
-        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
-            f.write(log)
-        try:
-            per = load_script("trace_summary").parse(f.name)
-        finally:
-            os.unlink(f.name)
+        per = summarised(log, "parse")
         self.assertEqual(len(per["verify"]), 1)
         inside = dict(per["verify"][0][1])
         for name in ("r.call1_run", "r.calln_run", "r.call"):
@@ -49,31 +54,20 @@ class TraceTest(unittest.TestCase):
             self.assertGreater(inside[name], 0.0)
 
     def test_runner_context_is_read(self) -> None:
-        # A GPU runner makes its device context right after its start
-        # (runner.make_context): the line counts inside the request it
-        # precedes, like the spare's start.
-        lines = ("kagent_harness.runner: trace start 0.0500 s\n"
-                 "kagent_harness.runner: trace context 0.1000 s\n"
-                 "kagent_harness.runner: trace op slots 0.0100 s\n"
-                 "kagent_harness: trace op verify 0.7000 s\n")
-        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
-            f.write(lines)
-        try:
-            per = load_script("trace_summary").parse(f.name)
-        finally:
-            os.unlink(f.name)
-        self.assertEqual(per["verify"], [(0.7, [("r.start", 0.05), ("r.context", 0.1), ("r.slots", 0.01)])])
+        # A GPU runner makes its device context before its hello
+        # (runner.make_context), so its line comes before the start's (which
+        # includes it): both count inside the request they precede.
+        per = summarised("kagent_harness.runner: trace context 0.1000 s\n"
+                         "kagent_harness.runner: trace start 0.1500 s\n"
+                         "kagent_harness.runner: trace op slots 0.0100 s\n"
+                         "kagent_harness: trace op verify 0.7000 s\n", "parse")
+        self.assertEqual(per["verify"], [(0.7, [("r.context", 0.1), ("r.start", 0.15), ("r.slots", 0.01)])])
 
     def test_spares_are_counted(self) -> None:
         log = self.verified_log({"KAGENT_SPARE_RUNNER": "1"}, times=2)
         self.assertEqual(log.count("trace spare lent 0 of "), 2, "host buffers are never lent ahead")
-        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
-            f.write(log + "kagent_harness: trace spare lent 4096 of 4096\n"
-                    "kagent_harness: trace spare lend_failed 4096\n")
-        try:
-            got = load_script("trace_summary").spares(f.name)
-        finally:
-            os.unlink(f.name)
+        got = summarised(log + "kagent_harness: trace spare lent 4096 of 4096\n"
+                         "kagent_harness: trace spare lend_failed 4096\n", "spares")
         self.assertEqual(got, {"started": 3, "lent": 1, "lent_mean_bytes": 4096, "lend_failed": 1})
 
 
