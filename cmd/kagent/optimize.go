@@ -102,7 +102,8 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 			return nil, err
 		}
 	}
-	if err := selectSize(task, &cfg, name); err != nil {
+	// cfg.Size records the shape chosen, so a resumed run times the same one.
+	if cfg.Size, err = task.ChooseSize(cfg.Size, name == configs.PlatformCPU); err != nil {
 		return nil, err
 	}
 	p, err := platform.Open(name, platformConfig(cfg, platformLogger(c)))
@@ -115,14 +116,6 @@ func setupWith(c *cli.Context, cfg configs.Config, src configs.Source) (*runSetu
 		return nil, err
 	}
 	return &runSetup{cfg: cfg, src: src, task: task, platform: p, prompts: set}, nil
-}
-
-// selectSize sets the task's timed shape from cfg.Size (kerneldir's
-// ChooseSize) and records the choice in cfg.Size, so a resumed run times the
-// same shape.
-func selectSize(task *kerneldir.Task, cfg *configs.Config, platformName string) (err error) {
-	cfg.Size, err = task.ChooseSize(cfg.Size, platformName == configs.PlatformCPU)
-	return err
 }
 
 // platformConfig extracts what a platform needs from the run configuration.

@@ -83,6 +83,19 @@ class Device:
     def _api(self) -> Any:
         return torch.cuda if self.is_cuda else _XPU
 
+    def make_context(self) -> bool:
+        """Make this process's device context now (the first allocation
+        makes it); False on the CPU or where it failed (the first request
+        that uses the device then reports why)."""
+        if not self.is_gpu:
+            return False
+        try:
+            torch.empty(1, device=self.torch_device)
+            self.synchronize()
+        except Exception:  # noqa: BLE001 - reported by the first use of the device
+            return False
+        return True
+
     def synchronize(self) -> None:
         """Wait for all work on the device (all streams)."""
         if self.is_cuda and _cuda_sync is not None:
@@ -298,6 +311,16 @@ def tensors_in(obj: Any) -> Iterator[torch.Tensor]:
     elif isinstance(obj, dict):
         for item in obj.values():
             yield from tensors_in(item)
+
+
+def tensors_of(obj: Any, depth: int = 0) -> List[torch.Tensor]:
+    """The tensors of nested lists and tuples, at most 8 deep (what a
+    candidate's call returned: it may nest without end)."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)) and depth < 8:
+        return [t for x in obj for t in tensors_of(x, depth + 1)]
+    return []
 
 
 def nbytes(obj: Any) -> int:

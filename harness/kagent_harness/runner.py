@@ -104,23 +104,6 @@ class Runner:
         self.compiles: Dict[str, Any] = {"compiled": 0, "cache_hits": 0, "seconds": 0.0}
         self.calls = 0  # calls served (KAGENT_TRACE's first-call lines)
 
-    def make_context(self) -> None:
-        """Make the device's context now, before the hello: a spare runner
-        makes it while the judge is still busy with the candidate before,
-        instead of in the first request it serves (mapping the buffers lent
-        to it). A failure is left to the request that first uses the device,
-        which reports it."""
-        if not self.device.is_gpu:
-            return
-        began = time.monotonic()
-        try:
-            self.torch.empty(1, device=self.device.torch_device)
-            self.device.synchronize()
-        except Exception:  # noqa: BLE001 - reported by the first request that uses the device
-            return
-        if TRACE:
-            _log(f"trace context {time.monotonic() - began:.4f} s")
-
     # -- helpers --
 
     def _tensor(self, spec: Dict[str, Any], mirror: bool = True) -> Any:
@@ -470,6 +453,7 @@ class Runner:
         return {}
 
     def op_call(self, req: Dict[str, Any], _fds: List[int]) -> Dict[str, Any]:
+        from .device import tensors_of
         from .launches import LaunchCounter, launch_support
         from .poison import poison_free_memory, poisoned_allocations
 
@@ -521,8 +505,8 @@ class Runner:
         # later call that returns one of these buffers again shows the same
         # address (the judge's caching check).
         ptrs = []
-        inputs = {int(a.untyped_storage().data_ptr()) for a in _tensors(args)}
-        for t in _tensors(out):
+        inputs = {int(a.untyped_storage().data_ptr()) for a in tensors_of(args)}
+        for t in tensors_of(out):
             # An output in an input's buffer (an in-place kernel's) is not a
             # reused output buffer.
             aliased = int(t.untyped_storage().data_ptr()) in inputs
@@ -785,16 +769,6 @@ class Runner:
                 return EXIT_TAMPER
 
 
-def _tensors(obj: Any, depth: int = 0) -> List[Any]:
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)) and depth < 8:
-        return [t for x in obj for t in _tensors(x, depth + 1)]
-    return []
-
-
 def run(sock: Any, kind: str) -> int:
     """The runner's main, in a process forked for one candidate."""
     from .link import Link
@@ -810,9 +784,12 @@ def run(sock: Any, kind: str) -> int:
         except Exception:  # noqa: BLE001
             pass
         return 70
-    # Before the hello: the judge reads a spare's hello before any timing
-    # (settle), so no context is being made while a kernel is timed.
-    runner.make_context()
+    # Before the hello: a spare makes its context ahead of the candidate it
+    # gets, and none is made while a kernel is timed (the judge settles a
+    # spare's hello before any timing).
+    made = time.monotonic()
+    if runner.device.make_context() and TRACE:
+        _log(f"trace context {time.monotonic() - made:.4f} s")
     link.send({"ok": {"pid": os.getpid()}})
     if TRACE:
         _log(f"trace start {time.monotonic() - began:.4f} s")

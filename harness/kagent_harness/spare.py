@@ -2,7 +2,7 @@
 
 Every candidate gets a runner of its own, and starting one costs time no
 kernel spends: the fork and the sandbox (about 0.05-0.1 s on an H200), CUDA's
-context (which the runner makes before its hello, ``Runner.make_context``)
+context (which the runner makes before its hello, ``Device.make_context``)
 and, with device buffers, mapping the buffers the judge lends it (0.12-0.14 s
 with the context, measured together for a 6.4 GB problem). A tune run verifies one variant after
 another, so the judge starts the next candidate's runner while it verifies

@@ -55,7 +55,7 @@ class TraceTest(unittest.TestCase):
 
     def test_runner_context_is_read(self) -> None:
         # A GPU runner makes its device context before its hello
-        # (runner.make_context), so its line comes before the start's (which
+        # (Device.make_context), so its line comes before the start's (which
         # includes it): both count inside the request they precede.
         per = summarised("kagent_harness.runner: trace context 0.1000 s\n"
                          "kagent_harness.runner: trace start 0.1500 s\n"
