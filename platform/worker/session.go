@@ -424,18 +424,38 @@ const contextBytes = 512 << 20
 // within the plan's 90% of what is free. Without a memory plan it falls back
 // to profileNeedsRoom's bound.
 func (s *Session) gateNeedsRoom() bool {
+	g, ok := s.gateRoom()
+	if !ok {
+		return s.profileNeedsRoom()
+	}
+	// Contexts: the warm worker, its runners, the gate's worker and runner.
+	return g.need > planFraction*(g.total-g.warm-float64(g.keptRunners+3)*contextBytes)
+}
+
+// gateMemory is what the acceptance gate's worker needs and what the warm
+// worker holds between operations, from the warm worker's memory plan.
+type gateMemory struct {
+	need, warm, total float64
+	keptRunners       int
+}
+
+// gateRoom reads gateMemory; false where the worker reported no memory plan
+// (or the device's memory is unknown).
+func (s *Session) gateRoom() (gateMemory, bool) {
 	s.Engine.mu.Lock()
 	info := s.Engine.info
 	s.Engine.mu.Unlock()
 	total := float64(s.Hello.Device.TotalMemory)
 	if info == nil || info.Memory == nil || info.Memory.Draws <= 0 || total <= 0 {
-		return s.profileNeedsRoom()
+		return gateMemory{}, false
 	}
 	m, x, y := info.Memory, info.BytesIn, info.BytesOut
-	need := m.NeedBytes + float64(gateDraws-m.Draws)*(x+2*y)
-	warm := float64(m.Draws)*(x+y) + float64(m.KeptRunners)*(float64(m.BufferSets)*x+2*y)
-	contexts := float64(m.KeptRunners+3) * contextBytes // the warm worker, its runners, the gate's worker and runner
-	return need > planFraction*(total-warm-contexts)
+	return gateMemory{
+		need:        m.NeedBytes + float64(gateDraws-m.Draws)*(x+2*y),
+		warm:        float64(m.Draws)*(x+y) + float64(m.KeptRunners)*(float64(m.BufferSets)*x+2*y),
+		total:       total,
+		keptRunners: m.KeptRunners,
+	}, true
 }
 
 // planFraction is the share of the free device memory a worker plans its

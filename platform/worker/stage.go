@@ -90,13 +90,31 @@ func (s *Session) UnstageProfile() { s.unstage(-1) }
 
 // stageRoom reports whether a staged profile fits beside the acceptance
 // gate, and whether only once the worker's copy of the problem is freed.
-// Unknown sizes stage nothing.
+// With the warm worker's memory plan, the gate's worker must still plan all
+// its draws (gateRoom) with the staged process at its peak (one draw's
+// inputs and two outputs) and its context taken from what is free, beside
+// the warm worker's draws and kept runners or, freed, beside nothing of the
+// problem. Without a plan it counts footprints in draws. Unknown sizes stage
+// nothing.
 func (s *Session) stageRoom() (fits, freeWorker bool) {
 	s.Engine.mu.Lock()
 	info := s.Engine.info
 	s.Engine.mu.Unlock()
 	total := s.Hello.Device.TotalMemory
 	if info == nil || total <= 0 {
+		return false, false
+	}
+	if g, ok := s.gateRoom(); ok {
+		staged := info.BytesIn + 2*info.BytesOut + contextBytes
+		// Contexts: the gate's worker and runner, and the warm worker,
+		// which stays when its copy is freed.
+		contexts := 3 * float64(contextBytes)
+		switch {
+		case g.need <= planFraction*(g.total-staged-g.warm-contexts-float64(g.keptRunners)*contextBytes):
+			return true, false
+		case g.need <= planFraction*(g.total-staged-contexts):
+			return true, true
+		}
 		return false, false
 	}
 	draw, room := info.BytesIn+info.BytesOut, 0.9*float64(total)

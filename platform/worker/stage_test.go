@@ -50,20 +50,30 @@ func TestStageProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	draw := info.BytesIn + info.BytesOut
+	if info.Memory == nil {
+		t.Fatal("the worker reported no memory plan")
+	}
+	// The device's memory at which the staged process and the gate fit
+	// beside the worker's copy (keep), and beside nothing of the problem
+	// (free): stageRoom's bounds, from the worker's own plan.
+	s.Hello.Device.TotalMemory = 1 << 40
+	g, _ := s.gateRoom()
+	staged := info.BytesIn + 2*info.BytesOut + contextBytes
+	free := g.need/planFraction + staged + 3*contextBytes
+	keep := free + g.warm + float64(g.keptRunners)*contextBytes
 	for _, tc := range []struct {
 		name          string
-		draws         float64 // the device's memory, in draws
+		total         float64
 		staged, freed bool
 	}{
-		{"roomy", 20, true, false},
-		{"tight", 12, true, true},
-		{"too small", 10, false, false},
+		{"roomy", keep * 1.01, true, false},
+		{"tight", (free + keep) / 2, true, true},
+		{"too small", free * 0.99, false, false},
 	} {
 		if v, err := s.Verify(ctx, c); err != nil || !v.Passed { // (re)loads the problem
 			t.Fatalf("%s: verify: %+v %v", tc.name, v, err)
 		}
-		s.Hello.Device.TotalMemory = int64(tc.draws * draw)
+		s.Hello.Device.TotalMemory = int64(tc.total)
 		before, unstaged := len(prof.staged), prof.unstaged
 		got := s.StageProfile(ctx, c)
 		if got != tc.staged || (len(prof.staged) > before) != tc.staged {
