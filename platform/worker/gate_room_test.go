@@ -57,32 +57,37 @@ func TestGateNeedsRoom(t *testing.T) {
 
 // TestStageRoomByPlan: beside the gate's 3 draws on an H200, a staged
 // profile fits with the worker's copy kept (2 GiB a tensor), only with it
-// freed (4 GiB), or not at all (6 GiB: the gate alone plans 114 GiB).
+// freed (4 GiB), or only light, with it freed (6 GiB: the gate alone plans
+// 114 GiB).
 func TestStageRoomByPlan(t *testing.T) {
 	const gib = 1 << 30
 	const scratch = 192 << 20
 	h200 := int64(143771) << 20
 	for _, c := range []struct {
-		name             string
-		x                float64
-		plan             *platform.MemoryPlan
-		fits, freeWorker bool
+		name       string
+		x          float64
+		plan       *platform.MemoryPlan
+		mode       stageMode
+		freeWorker bool
 	}{
 		{"2 GiB a tensor", 2 * gib,
-			&platform.MemoryPlan{Draws: 3, NeedBytes: 3*4*gib + 17*2*gib + scratch, BufferSets: 3, KeptRunners: 4}, true, false},
+			&platform.MemoryPlan{Draws: 3, NeedBytes: 3*4*gib + 17*2*gib + scratch, BufferSets: 3, KeptRunners: 4}, stageFull, false},
 		{"4 GiB a tensor", 4 * gib,
-			&platform.MemoryPlan{Draws: 3, NeedBytes: 19*4*gib + scratch, BufferSets: 1, KeptRunners: 3}, true, true},
+			&platform.MemoryPlan{Draws: 3, NeedBytes: 19*4*gib + scratch, BufferSets: 1, KeptRunners: 3}, stageFull, true},
 		{"6 GiB a tensor", 6 * gib,
-			&platform.MemoryPlan{Draws: 3, NeedBytes: 19*6*gib + scratch, BufferSets: 1, KeptRunners: 2}, false, false},
+			&platform.MemoryPlan{Draws: 3, NeedBytes: 19*6*gib + scratch, BufferSets: 1, KeptRunners: 2}, stageLight, true},
 		// A warm worker of 2 draws: the gate plans one more.
 		{"6 GiB a tensor, 2 draws stored", 6 * gib,
-			&platform.MemoryPlan{Draws: 2, NeedBytes: 16*6*gib + scratch, BufferSets: 1, KeptRunners: 2}, false, false},
+			&platform.MemoryPlan{Draws: 2, NeedBytes: 16*6*gib + scratch, BufferSets: 1, KeptRunners: 2}, stageLight, true},
+		// 7 GiB: the gate's 3 draws alone are over 90% of the device.
+		{"7 GiB a tensor", 7 * gib,
+			&platform.MemoryPlan{Draws: 2, NeedBytes: 16*7*gib + scratch, BufferSets: 1, KeptRunners: 2}, stageNone, false},
 	} {
 		s := &Session{Engine: &Engine{info: &ProblemInfo{BytesIn: c.x, BytesOut: c.x, Memory: c.plan}},
 			Hello: Hello{Device: Device{TotalMemory: h200}}}
-		fits, free := s.stageRoom()
-		if fits != c.fits || free != c.freeWorker {
-			t.Errorf("%s: stageRoom = %v, %v; want %v, %v", c.name, fits, free, c.fits, c.freeWorker)
+		mode, free := s.stageRoom()
+		if mode != c.mode || free != c.freeWorker {
+			t.Errorf("%s: stageRoom = %v, %v; want %v, %v", c.name, mode, free, c.mode, c.freeWorker)
 		}
 	}
 }

@@ -31,26 +31,38 @@ const (
 // stager is a profiler that can stage a candidate's profile (profiler/ncu).
 type stager interface {
 	Stage(c platform.Candidate) bool
+	StageLight(c platform.Candidate) bool
 	Unstage()
 }
+
+// How much of a profile is staged beside the acceptance gate.
+type stageMode int
+
+const (
+	stageNone stageMode = iota
+	// stageLight: only the profiled process's device context.
+	stageLight
+	// stageFull: its inputs, the candidate's import and warm-up too.
+	stageFull
+)
 
 // StageProfile stages c's profile on one GPU: its profiler's process builds
 // the inputs, imports c and warms it up now, and c's next Profile only runs
 // the profiled call. The warm-up runs on the GPU while the caller goes on,
 // so the caller must time nothing there until that profile (the agent
 // stages the best before its acceptance gate). Nothing is staged where the
-// profiler cannot stage, or where the staged process might leave the gate
-// short of memory: where the worker's copy of the problem, the gate's and
-// the staged one do not fit together, the worker's copy is freed first;
-// where the gate's and the staged one alone do not fit, nothing is staged.
-// It reports whether c's profile was staged; whatever was staged for
-// another candidate is ended either way.
+// profiler cannot stage. Where the staged process might leave the gate
+// short of memory, the worker's copy of the problem is freed first, or,
+// where even that would not do, the stage is light: the process only makes
+// its device context before the profile (stageRoom). It reports whether
+// c's profile was staged; whatever was staged for another candidate is
+// ended either way.
 func (s *Session) StageProfile(ctx context.Context, c platform.Candidate) bool {
 	if s.cfg.Profiler == nil {
 		return false
 	}
-	fits, freeWorker := s.stageRoom()
-	if !fits {
+	mode, freeWorker := s.stageRoom()
+	if mode == stageNone {
 		s.unstage(-1)
 		s.Engine.logf("the profile is not staged beside the acceptance gate: the device may not hold both", "candidate", c.ID)
 		return false
@@ -78,53 +90,70 @@ func (s *Session) StageProfile(ctx context.Context, c platform.Candidate) bool {
 	if err == nil && freeWorker {
 		err = s.Engine.release(ctx, l)
 	}
-	if err != nil || !st.Stage(c) {
-		st.Unstage()
-		return false
+	if err == nil && mode == stageLight {
+		s.Engine.logf("the profile is staged light: its inputs and warm-up would not fit beside the acceptance gate", "candidate", c.ID)
+		if st.StageLight(c) {
+			return true
+		}
+	} else if err == nil && st.Stage(c) {
+		return true
 	}
-	return true
+	st.Unstage()
+	return false
 }
 
 // UnstageProfile ends every profile staged on the session's GPUs.
 func (s *Session) UnstageProfile() { s.unstage(-1) }
 
-// stageRoom reports whether a staged profile fits beside the acceptance
-// gate, and whether only once the worker's copy of the problem is freed.
+// stageRoom says how much of a profile may be staged beside the acceptance
+// gate, and whether the worker's copy of the problem is to be freed first.
 // With the warm worker's memory plan, the gate's worker must still plan all
-// its draws (gateRoom) with the staged process at its peak (one draw's
-// inputs and two outputs) and its context taken from what is free, beside
-// the warm worker's draws and kept runners or, freed, beside nothing of the
-// problem. Without a plan it counts footprints in draws. Unknown sizes stage
-// nothing.
-func (s *Session) stageRoom() (fits, freeWorker bool) {
+// its draws (gateRoom) with the staged process taken from what is free:
+// staged in full, at its peak (its context, one draw's inputs and two
+// outputs), beside the warm worker's draws and kept runners or, freed,
+// beside nothing of the problem; else light (its context alone) on the
+// same terms. Without a plan it counts footprints in draws. Unknown sizes
+// stage nothing.
+func (s *Session) stageRoom() (mode stageMode, freeWorker bool) {
 	s.Engine.mu.Lock()
 	info := s.Engine.info
 	s.Engine.mu.Unlock()
 	total := s.Hello.Device.TotalMemory
 	if info == nil || total <= 0 {
-		return false, false
+		return stageNone, false
 	}
 	if g, ok := s.gateRoom(); ok {
-		staged := info.BytesIn + 2*info.BytesOut + contextBytes
 		// Contexts: the gate's worker and runner, and the warm worker,
 		// which stays when its copy is freed.
 		contexts := 3 * float64(contextBytes)
-		switch {
-		case g.need <= planFraction*(g.total-staged-g.warm-contexts-float64(g.keptRunners)*contextBytes):
-			return true, false
-		case g.need <= planFraction*(g.total-staged-contexts):
-			return true, true
+		kept := g.warm + float64(g.keptRunners)*contextBytes
+		fits := func(staged float64) (bool, bool) {
+			switch {
+			case g.need <= planFraction*(g.total-staged-contexts-kept):
+				return true, false
+			case g.need <= planFraction*(g.total-staged-contexts):
+				return true, true
+			}
+			return false, false
 		}
-		return false, false
+		if ok, free := fits(info.BytesIn + 2*info.BytesOut + contextBytes); ok {
+			return stageFull, free
+		}
+		if ok, free := fits(contextBytes); ok {
+			return stageLight, free
+		}
+		return stageNone, false
 	}
 	draw, room := info.BytesIn+info.BytesOut, 0.9*float64(total)
 	switch {
 	case (profileFootprint+stagedFootprint)*draw <= room:
-		return true, false
+		return stageFull, false
 	case (gateFootprint+stagedFootprint)*draw <= room:
-		return true, true
+		return stageFull, true
+	case gateFootprint*draw+contextBytes <= room:
+		return stageLight, true
 	}
-	return false, false
+	return stageNone, false
 }
 
 // unstage ends the profiles staged on every slot but keep (-1: all).

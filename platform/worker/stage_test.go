@@ -13,7 +13,7 @@ import (
 // worker still held the problem at each, and its unstages.
 type stageProfiler struct {
 	s        **Session
-	staged   []string
+	staged   []string // candidate IDs, "/light" after a light stage's
 	held     []bool
 	unstaged int
 }
@@ -31,11 +31,17 @@ func (p *stageProfiler) Stage(c platform.Candidate) bool {
 	return true
 }
 
+func (p *stageProfiler) StageLight(c platform.Candidate) bool {
+	c.ID += "/light"
+	return p.Stage(c)
+}
+
 func (p *stageProfiler) Unstage() { p.unstaged++ }
 
 // TestStageProfile: a profile is staged as is where the worker's copy of the
 // problem, the gate's and the staged one fit on the device; after freeing the
-// worker's copy where only the gate's and the staged one fit; not at all on a
+// worker's copy where only the gate's and the staged one fit; light (its
+// context alone) where only that fits beside the gate; not at all on a
 // smaller device. A profile on one GPU ends what was staged on another.
 func TestStageProfile(t *testing.T) {
 	var s *Session
@@ -55,20 +61,24 @@ func TestStageProfile(t *testing.T) {
 	}
 	// The device's memory at which the staged process and the gate fit
 	// beside the worker's copy (keep), and beside nothing of the problem
-	// (free): stageRoom's bounds, from the worker's own plan.
+	// (free); light: the staged process's context alone, beside nothing
+	// of the problem. stageRoom's bounds, from the worker's own plan.
 	s.Hello.Device.TotalMemory = 1 << 40
 	g, _ := s.gateRoom()
 	staged := info.BytesIn + 2*info.BytesOut + contextBytes
+	light := g.need/planFraction + contextBytes + 3*contextBytes
 	free := g.need/planFraction + staged + 3*contextBytes
 	keep := free + g.warm + float64(g.keptRunners)*contextBytes
 	for _, tc := range []struct {
-		name          string
-		total         float64
-		staged, freed bool
+		name   string
+		total  float64
+		staged string
+		freed  bool
 	}{
-		{"roomy", keep * 1.01, true, false},
-		{"tight", (free + keep) / 2, true, true},
-		{"too small", free * 0.99, false, false},
+		{"roomy", keep * 1.01, "ok", false},
+		{"tight", (free + keep) / 2, "ok", true},
+		{"light", (light + free) / 2, "ok/light", true},
+		{"too small", light * 0.99, "", false},
 	} {
 		if v, err := s.Verify(ctx, c); err != nil || !v.Passed { // (re)loads the problem
 			t.Fatalf("%s: verify: %+v %v", tc.name, v, err)
@@ -76,15 +86,18 @@ func TestStageProfile(t *testing.T) {
 		s.Hello.Device.TotalMemory = int64(tc.total)
 		before, unstaged := len(prof.staged), prof.unstaged
 		got := s.StageProfile(ctx, c)
-		if got != tc.staged || (len(prof.staged) > before) != tc.staged {
-			t.Fatalf("%s: StageProfile = %v with stages %v, want %v", tc.name, got, prof.staged, tc.staged)
+		if got != (tc.staged != "") || len(prof.staged) > before != got {
+			t.Fatalf("%s: StageProfile = %v with stages %v, want %q", tc.name, got, prof.staged, tc.staged)
+		}
+		if got && prof.staged[len(prof.staged)-1] != tc.staged {
+			t.Errorf("%s: staged %q, want %q", tc.name, prof.staged[len(prof.staged)-1], tc.staged)
 		}
 		// What was staged before (another candidate's, one that failed its
 		// gate) does not run beside the next gate, staged or not.
-		if !tc.staged && prof.unstaged == unstaged {
+		if !got && prof.unstaged == unstaged {
 			t.Errorf("%s: nothing staged, and the earlier stage was left running", tc.name)
 		}
-		if tc.staged && prof.held[len(prof.held)-1] == tc.freed {
+		if got && prof.held[len(prof.held)-1] == tc.freed {
 			t.Errorf("%s: the worker held the problem when staged: %v, want %v", tc.name, !tc.freed, !tc.freed)
 		}
 	}

@@ -1,8 +1,11 @@
 package ncu
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -401,6 +404,59 @@ func TestStagedProfileWarmsUpAhead(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.shim, "called-"+first[0]+"-5")); err == nil {
 		t.Error("the staged process warmed up again after its go")
+	}
+}
+
+// A light stage hands the job over with only the device context to make
+// before the go: the profile then builds the inputs, warms the candidate up
+// and runs the profiled call, all in the staged process.
+func TestLightStagedProfile(t *testing.T) {
+	f := newAheadFixture(t, 0)
+	var log bytes.Buffer
+	f.p.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	f.p.Prestart()
+	first := f.waitStarted(t, 1)
+	c := f.stagedCandidate(t, "c1", "staged.py")
+	if !f.p.StageLight(c) || !f.p.StageLight(c) {
+		t.Fatal("StageLight refused")
+	}
+	f.p.mu.Lock()
+	a := f.p.ahead
+	f.p.mu.Unlock()
+	data, err := os.ReadFile(a.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j job
+	if err := json.Unmarshal(data, &j); err != nil || !j.Light || j.GoFile == "" {
+		t.Fatalf("job %s (%v): want a light job with a go file", data, err)
+	}
+	m, err := f.p.Profile(context.Background(), c)
+	if err != nil || m.TimeMS <= 0 {
+		t.Fatalf("Profile = %+v, %v", m, err)
+	}
+	if ran := f.pids(t, "ran"); !slices.Equal(ran, first) {
+		t.Fatalf("ran %v, want the staged process %v", ran, first)
+	}
+	for n, want := range map[int]bool{1: true, 4: true, 5: false} {
+		_, err := os.Stat(filepath.Join(f.shim, fmt.Sprintf("called-%s-%d", first[0], n)))
+		if (err == nil) != want {
+			t.Errorf("call %d ran: %v, want %v (3 warm-up calls and the profiled one)", n, err == nil, want)
+		}
+	}
+	if !strings.Contains(log.String(), "(light)") {
+		t.Errorf("the profile's phases do not say the stage was light: %s", log.String())
+	}
+	// A full stage of the same candidate is another job: the light one ends.
+	f.waitStarted(t, 2)
+	if !f.p.StageLight(c) || !f.p.Stage(c) {
+		t.Fatal("Stage refused")
+	}
+	f.p.mu.Lock()
+	staged := f.p.ahead.staged
+	f.p.mu.Unlock()
+	if staged != stageKey(c, false) {
+		t.Errorf("staged %q, want the full stage %q", staged, stageKey(c, false))
 	}
 }
 

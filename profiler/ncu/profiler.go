@@ -288,7 +288,7 @@ func (p *Profiler) takeAhead(c platform.Candidate) *ahead {
 		}
 		p.dropAhead()
 	}
-	if p.ahead != nil && p.ahead.staged != "" && p.ahead.staged != stageKey(c) {
+	if p.ahead != nil && p.ahead.staged != "" && p.ahead.staged != stageKey(c, false) && p.ahead.staged != stageKey(c, true) {
 		p.dropAhead()
 	}
 	a := p.ahead
@@ -296,10 +296,15 @@ func (p *Profiler) takeAhead(c platform.Candidate) *ahead {
 	return a
 }
 
-// stageKey names a candidate's staged job: its ID and source.
-func stageKey(c platform.Candidate) string {
+// stageKey names a candidate's staged job: its ID and source, and whether
+// the stage is light.
+func stageKey(c platform.Candidate, light bool) string {
 	sum := sha256.Sum256([]byte(c.Source))
-	return c.ID + "@" + hex.EncodeToString(sum[:])
+	key := c.ID + "@" + hex.EncodeToString(sum[:])
+	if light {
+		key += "/light"
+	}
+	return key
 }
 
 // Stage hands c's profile to the process started ahead now (starting one
@@ -314,13 +319,21 @@ func stageKey(c platform.Candidate) string {
 // file itself: that only runs its own profiled call early, beside its own
 // gate, and a process that ended before its go is profiled again fresh.
 // Its metrics rank nothing.
-func (p *Profiler) Stage(c platform.Candidate) bool {
+func (p *Profiler) Stage(c platform.Candidate) bool { return p.stage(c, false) }
+
+// StageLight stages c's profile as Stage does, but the process only makes
+// its device context (about half a GiB) until Profile(c): for a problem
+// whose inputs and warm-up outputs would not fit beside the acceptance
+// gate. Nothing of c runs before Profile(c).
+func (p *Profiler) StageLight(c platform.Candidate) bool { return p.stage(c, true) }
+
+func (p *Profiler) stage(c platform.Candidate, light bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.cfg.Ahead || p.closed || p.noAhead != "" {
 		return false
 	}
-	key := stageKey(c)
+	key := stageKey(c, light)
 	if p.ahead != nil && p.ahead.staged == key && !p.ahead.run.Exited() {
 		return true
 	}
@@ -336,7 +349,7 @@ func (p *Profiler) Stage(c platform.Candidate) bool {
 		p.ahead = a
 	}
 	a := p.ahead
-	err := p.submitJob(a, c.Path, filepath.Join(a.dir, "go"))
+	err := p.submitJob(a, c.Path, filepath.Join(a.dir, "go"), light)
 	if err != nil {
 		p.logger().Warn("ncu: could not stage the profile", "candidate", c.ID, "err", err)
 		p.dropAhead()
@@ -383,13 +396,14 @@ func (p *Profiler) profileAhead(ctx context.Context, a *ahead, path string) (*Re
 		if a.staged != "" {
 			return atomicfile.Write(a.goFile, nil, 0o644)
 		}
-		return p.submitJob(a, path, "")
+		return p.submitJob(a, path, "", false)
 	})
 }
 
 // submitJob writes a's job file for the candidate at path (copied into a's
-// folder where the profile is sandboxed); goFile set stages it.
-func (p *Profiler) submitJob(a *ahead, path, goFile string) error {
+// folder where the profile is sandboxed); goFile set stages it, light
+// stages only the device context.
+func (p *Profiler) submitJob(a *ahead, path, goFile string, light bool) error {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -397,7 +411,7 @@ func (p *Profiler) submitJob(a *ahead, path, goFile string) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(job{CandidatePath: path, Entry: p.cfg.Entry, GoFile: goFile})
+	data, err := json.Marshal(job{CandidatePath: path, Entry: p.cfg.Entry, GoFile: goFile, Light: light})
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,8 @@ type Wrapper struct {
 	// most IdleSeconds (0 = 600) before exiting with status 3.
 	// CandidatePath and Entry are then ignored. A job with go_file is
 	// staged: loaded and warmed up at once, its profiled call waits (as
-	// long again at most) for go_file to exist.
+	// long again at most) for go_file to exist; one that is also light
+	// makes only its device context before go_file.
 	JobFile     string
 	IdleSeconds int
 }
@@ -68,6 +69,9 @@ type job struct {
 	// GoFile, when set, stages the job: the script loads and warms up the
 	// candidate at once and runs the profiled call once GoFile exists.
 	GoFile string `json:"go_file,omitempty"`
+	// Light stages less: the script makes its device context at once and
+	// builds the inputs and warms up only once GoFile exists.
+	Light bool `json:"light,omitempty"`
 }
 
 // defaultIdleSeconds is how long a script started ahead waits for its job.
