@@ -11,7 +11,8 @@ its runners' "trace op ..." / "trace start ..." lines and its own
 it prints the mean of each verify, bench and compare request (after the
 first --skip of each, which load the problem and compile) and what was
 inside it: the runners' ops (r.*: the candidate's runner and the spare's
-start (which includes its device context, r.context), which run alongside; r.call1_* and r.calln_* split each runner's
+start and device context, r.start and r.context, which run alongside and
+count where their lines fall); r.call1_* and r.calln_* split each runner's
 first call and its later ones into poisoning free memory, the call itself
 and handing its output back) and the judge's room-making. What is not
 listed is the judge's own work: building inputs, comparing outputs, checks.

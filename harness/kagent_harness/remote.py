@@ -263,7 +263,8 @@ class RunnerClient:
                 os.close(fd)
             if "ok" not in reply:
                 self.close()
-                raise CheckFailure(CRASH, "the runner failed to map the buffers lent to it ahead")
+                raise CheckFailure(CRASH, "the runner failed a request sent ahead (its device context or the "
+                                          "buffers lent to it)")
 
     def lend_ahead(self, layout: Dict[Any, int]) -> bool:
         """Lend device buffers of ``layout`` (slot key -> bytes) now, without
@@ -299,6 +300,17 @@ class RunnerClient:
             self.close()
             return False
         self._slots.update(made)
+        return True
+
+    def ask_ahead(self, op: str) -> bool:
+        """Send ``op`` now without waiting for the reply (read by ``settle``);
+        False where the runner is gone."""
+        try:
+            self.link.send({"op": op})
+        except (LinkClosed, OSError):
+            self.close()
+            return False
+        self._ahead += 1
         return True
 
     def layout(self) -> Dict[Any, int]:
@@ -721,7 +733,7 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
     """Start a runner (or take the problem's spare, spare.py), import the
     candidate there and find its entry point. With ``ahead`` (a
     verification, never a timing) the next candidate's spare starts once
-    this one is imported (start_spare)."""
+    this one is imported (spare.start_spare)."""
     # The device memory this judge's allocator keeps cached (from baselines
     # and earlier candidates) goes back to the device for the runner.
     problem.device.empty_cache()
@@ -750,20 +762,10 @@ def load_remote(problem: Any, path: str, source: str, entry: str, require_triton
             raise
     cand = RemoteCandidate(problem, path, source, str(reply.get("entry") or ""), rc)
     if ahead:
+        from .spare import start_spare
+
         start_spare(problem, cand)
     return cand
-
-
-def start_spare(problem: Any, cand: Any) -> None:
-    """Start the problem's next spare (spare.py) during ``cand``'s
-    verification; nothing for a candidate without a runner or a problem
-    without spares."""
-    spare, rc = getattr(problem, "spare", None), getattr(cand, "rc", None)
-    if spare is None or rc is None:
-        return
-    # What this candidate's runner was lent (as a spare, or since) is part
-    # of the running verification's need, already made.
-    spare.start(problem.device, in_use=sum(rc.layout().values()))
 
 
 def runner_cpu_seconds(pid: int) -> Optional[float]:

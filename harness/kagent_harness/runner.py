@@ -731,6 +731,8 @@ class Runner:
             "select": self.op_select,
             "clock_spans": self.op_clock_spans,
             "compiles": self.op_compiles,
+            # A spare's device context, made when the judge asks (spare.py).
+            "context": lambda req, fds: {"made": self.device.make_context()},
         }
         while True:
             try:
@@ -784,12 +786,6 @@ def run(sock: Any, kind: str) -> int:
         except Exception:  # noqa: BLE001
             pass
         return 70
-    # Before the hello: a spare makes its context ahead of the candidate it
-    # gets, and none is made while a kernel is timed (the judge settles a
-    # spare's hello before any timing).
-    made = time.monotonic()
-    if runner.device.make_context() and TRACE:
-        _log(f"trace context {time.monotonic() - made:.4f} s")
     link.send({"ok": {"pid": os.getpid()}})
     if TRACE:
         _log(f"trace start {time.monotonic() - began:.4f} s")

@@ -1,22 +1,28 @@
 """A runner started ahead of the next candidate: the spare.
 
 Every candidate gets a runner of its own, and starting one costs time no
-kernel spends: the fork and the sandbox (about 0.05-0.1 s on an H200), CUDA's
-context (which the runner makes before its hello, ``Device.make_context``)
-and, with device buffers, mapping the buffers the judge lends it (0.12-0.14 s
-with the context, measured together for a 6.4 GB problem). A tune run verifies one variant after
-another, so the judge starts the next candidate's runner while it verifies
-the current one: the spare starts and maps its buffers in its own process,
-and the next verification takes it ready.
+kernel spends: the fork and the sandbox (about 0.05-0.15 s), CUDA's context
+(about 0.2 s on an H100, ``Device.make_context``) and, with device buffers,
+mapping the buffers the judge lends it (about 0.14 s with the context on an
+H200 at 6.4 GB, almost nothing once the context is made). A tune run
+verifies one variant after another, so the judge starts the next
+candidate's runner while it verifies the current one: the spare starts,
+makes its context and maps its buffers in its own process, and the next
+verification takes it ready. Where the verification times its candidate
+first (the quick cut), the spare's process starts before that timing and
+is sent its context and buffers right after it (``to_device``), so the
+context is made while the rest of the verification runs.
 
 What makes this safe:
 - A spare is a fresh process from the same fork server, with no candidate
   code in it until the verification that takes it sends the candidate; the
   buffers it is lent are new allocations, empty, keyed and sized as the
   problem's last candidate used them (``record``).
-- It starts only during a verification, never during a timing: every timing
-  first waits until the spare has answered all it was sent (``settle``), so
-  nothing of it runs on the device while a kernel is timed.
+- It touches the device (its context, its lent buffers) only during a
+  verification, never during a timing (its process alone may start before a
+  quick timing: a fork, imports, no device work): every timing first waits
+  until the spare has answered all it was sent (``settle``), so nothing of
+  it runs on the device while a kernel is timed.
 - Buffers are lent ahead only where they are device buffers (host buffers
   are page-locked, which costs the judge's own time), take at most a share
   of the device (``lend_share``) and leave the running verification's working
@@ -88,6 +94,8 @@ class Spare:
         # Device memory a verification needs free (set by the worker).
         self.need = 0
         self.taken = 0  # spares handed over to a verification
+        # Started, and its device step (to_device) not yet sent.
+        self._to_device = False
 
     def record(self, rc: Any) -> None:
         """Remember the buffers a verified candidate's runner was lent."""
@@ -118,9 +126,10 @@ class Spare:
         total = self._allowed(device)
         return total + HEADROOM if total else 0
 
-    def start(self, device: Any, in_use: int = 0) -> None:
-        """Start the next spare (during a verification), with the layout's
-        buffers lent where they are device buffers and the memory allows.
+    def start(self, device: Any, in_use: int = 0, on_device: bool = True) -> None:
+        """Start the next spare (during a verification). With ``on_device``
+        it is sent its device step at once (``to_device``); without, its
+        process alone starts, nothing of it on the device until then.
         ``in_use``: bytes of the running verification's need its runner
         already holds (buffers it was lent as a spare)."""
         from .failures import CheckFailure
@@ -128,16 +137,31 @@ class Spare:
 
         if self.rc is not None or not enabled(device):
             return
-        lend = self._lendable(device, in_use)
         try:
-            rc = RunnerClient(device, wait=False)
+            self.rc = RunnerClient(device, wait=False)
         except (CheckFailure, OSError):
             return
+        self._to_device = True
+        if on_device:
+            self.to_device(device, in_use)
+
+    def to_device(self, device: Any, in_use: int = 0) -> None:
+        """Send the started spare its device step without waiting (``settle``
+        reads the replies): the layout's buffers, lent where they are device
+        buffers and the memory allows, and its device context."""
+        rc = self.rc
+        if rc is None or not self._to_device:
+            return
+        self._to_device = False
+        lend = self._lendable(device, in_use)
         if lend and not rc.lend_ahead(lend):
-            rc.close()
+            self.drop()
             _trace(f"spare lend_failed {sum(lend.values())}")
             return
-        self.rc = rc
+        # (On the CPU there is no context to make: the runner says so.)
+        if not rc.ask_ahead("context"):
+            self.rc = None
+            return
         _trace(f"spare lent {sum(lend.values())} of {sum(self.layout.values())}")
 
     def _allowed(self, device: Any) -> int:
@@ -178,6 +202,28 @@ class Spare:
         rc, self.rc = self.rc, None
         if rc is not None:
             rc.close()
+
+
+def start_spare(problem: Any, cand: Any, on_device: bool = True) -> None:
+    """Start the problem's next spare (spare.py) during ``cand``'s
+    verification; with ``on_device`` unset only its process, until
+    spare_to_device. Nothing for a candidate without a runner or a problem
+    without spares."""
+    spare, rc = getattr(problem, "spare", None), getattr(cand, "rc", None)
+    if spare is None or rc is None:
+        return
+    spare.start(problem.device, in_use=sum(rc.layout().values()), on_device=on_device)
+
+
+def spare_to_device(problem: Any, cand: Any) -> None:
+    """Have the spare started during ``cand``'s verification make its device
+    context and take its lent buffers (spare.py), now that nothing is timed."""
+    spare, rc = getattr(problem, "spare", None), getattr(cand, "rc", None)
+    if spare is None or rc is None:
+        return
+    # What this candidate's runner was lent (as a spare, or since) is part
+    # of the running verification's need, already made.
+    spare.to_device(problem.device, in_use=sum(rc.layout().values()))
 
 
 def _trace(msg: str) -> None:

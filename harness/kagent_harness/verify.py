@@ -111,7 +111,7 @@ def load_candidate(
     """Static check, import, entry and tamper checks; the candidate's callable
     for the main shape is built here. With a ``rec`` (a verification) and
     ``spare``, the next candidate's spare runner starts once this one is
-    imported (remote.start_spare)."""
+    imported (spare.start_spare)."""
     base = os.path.basename(path)
     source = read_source(path)
     problem_stem = os.path.splitext(os.path.basename(problem.path))[0]
@@ -545,19 +545,22 @@ def verify(
     compiles: Optional[Dict[str, Any]] = None
     quick: Optional[List[float]] = None
     try:
-        # With a cutoff, the next candidate's spare starts after the quick
-        # timing: nothing of it runs on the device while a kernel is timed.
+        # With a cutoff, the next candidate's spare starts its process now
+        # and makes its device context (and maps any buffers lent to it)
+        # after the quick timing: nothing of it runs on the device while a
+        # kernel is timed.
         cut = opts.cutoff_ms > 0
         cand = load_candidate(problem, path, opts.require_triton, opts.entry, guard, rec, spare=not cut)
         if cut:
-            from .remote import start_spare
+            from .spare import spare_to_device, start_spare
 
+            start_spare(problem, cand, on_device=False)
             try:
                 quick = quick_cut(problem, cand, opts.cutoff_ms)
                 if quick is not None:
                     rec.mark("quick_timing")
             finally:
-                start_spare(problem, cand)
+                spare_to_device(problem, cand)
         run = _Run(problem, cand, opts, guard, rec)
         run.run()
         compiles = runner_compiles(cand)

@@ -40,6 +40,10 @@ class FakeRC:
     def ended(self, timeout: float) -> bool:
         return False
 
+    def ask_ahead(self, op: str) -> bool:
+        self.asked = getattr(self, "asked", []) + [op]
+        return True
+
 
 class FakeDevice:
     is_gpu = True
@@ -157,10 +161,28 @@ class SpareUnitTest(unittest.TestCase):
         problem.spare = sp.Spare()
         problem.spare.rc = Ready(slots={"in": 3, "out": 4})
         started: List[int] = []
-        with mock.patch.object(sp.Spare, "start", lambda self, device, in_use=0: started.append(in_use)):
+        with mock.patch.object(sp.Spare, "start", lambda self, device, in_use=0, on_device=True: started.append(in_use)):
             cand = remote.load_remote(problem, "/k.py", "x = 1\n", "", False, ahead=True)
         self.assertEqual(started, [7], "the 7 bytes lent to the runner taken are part of its verification's need")
         self.assertIsInstance(cand.rc, Ready)
+
+    def test_the_device_step_waits_for_to_device(self) -> None:
+        # Started before a quick timing, the spare's process alone runs: its
+        # context (and lent buffers) are asked for by to_device, once.
+        s = sp.Spare()
+        rc = FakeRC()
+        with mock.patch.dict(os.environ, {"KAGENT_SPARE_RUNNER": "1"}), \
+                mock.patch("kagent_harness.remote.RunnerClient", lambda device, wait=True: rc):
+            s.start(FakeDevice(), on_device=False)
+            self.assertIs(s.rc, rc)
+            self.assertEqual(getattr(rc, "asked", []), [], "device work asked for before to_device")
+            s.to_device(FakeDevice())
+            s.to_device(FakeDevice())
+            self.assertEqual(rc.asked, ["context"], "the context is asked for once")
+            s2, rc2 = sp.Spare(), FakeRC()
+            with mock.patch("kagent_harness.remote.RunnerClient", lambda device, wait=True: rc2):
+                s2.start(FakeDevice())
+            self.assertEqual(rc2.asked, ["context"], "started on the device at once by default")
 
     def test_lent_counts_the_spares_buffers(self) -> None:
         s = sp.Spare()

@@ -22,9 +22,9 @@ def summarised(log: str, fn: str) -> Any:
 
 
 class TraceTest(unittest.TestCase):
-    def verified_log(self, env: Dict[str, str], times: int = 1) -> str:
+    def verified_log(self, env: Dict[str, str], times: int = 1, **verify: Any) -> str:
         """The stderr of a worker (env on top of KAGENT_TRACE=1) that verified
-        a passing candidate ``times`` times."""
+        a passing candidate ``times`` times (``verify``: more of the request)."""
         client = WorkerClient(device="cpu", env=dict(env, KAGENT_TRACE="1"))
         try:
             client.start()
@@ -34,7 +34,7 @@ class TraceTest(unittest.TestCase):
             cand = os.path.join(TESTDATA_DIR, "candidates", "cpu", "add_relu_ok.py")
             for _ in range(times):
                 v = client.request("verify", problem_id=load["result"]["problem_id"], candidate_path=cand,
-                                   require_triton=False)
+                                   require_triton=False, **verify)
                 self.assertTrue(v["ok"] and v["result"]["passed"], v)
             return client.wait_stderr_text("trace op verify ", count=times)
         finally:
@@ -54,14 +54,32 @@ class TraceTest(unittest.TestCase):
             self.assertGreater(inside[name], 0.0)
 
     def test_runner_context_is_read(self) -> None:
-        # A GPU runner makes its device context before its hello
-        # (Device.make_context), so its line comes before the start's (which
-        # includes it): both count inside the request they precede.
-        per = summarised("kagent_harness.runner: trace context 0.1000 s\n"
-                         "kagent_harness.runner: trace start 0.1500 s\n"
+        # A spare makes its device context when the judge asks (spare.py):
+        # its line counts inside the request during which it was made.
+        per = summarised("kagent_harness.runner: trace start 0.0500 s\n"
+                         "kagent_harness.runner: trace op context 0.1000 s\n"
                          "kagent_harness.runner: trace op slots 0.0100 s\n"
                          "kagent_harness: trace op verify 0.7000 s\n", "parse")
-        self.assertEqual(per["verify"], [(0.7, [("r.context", 0.1), ("r.start", 0.15), ("r.slots", 0.01)])])
+        self.assertEqual(per["verify"], [(0.7, [("r.start", 0.05), ("r.context", 0.1), ("r.slots", 0.01)])])
+
+    def test_spare_context_comes_after_the_quick_timing(self) -> None:
+        # With a cutoff the verification times its candidate first: the
+        # spare's process may start before, but its context (device work) is
+        # asked for only once that timing is over, and within the
+        # verification. Without one, the spare is asked at the import.
+        for cutoff in (1e6, 0.0):
+            log = self.verified_log({"KAGENT_SPARE_RUNNER": "1"}, cutoff_ms=cutoff)
+            lines = log.splitlines()
+            context = [i for i, line in enumerate(lines) if "trace op context " in line]
+            self.assertEqual(len(context), 1, log[-4000:])
+            verify = next(i for i, line in enumerate(lines) if "kagent_harness: trace op verify " in line)
+            self.assertLess(context[0], verify, "the context was not asked for during the verification")
+            timed = [i for i, line in enumerate(lines) if "trace op timed " in line]
+            if cutoff:
+                self.assertTrue(timed, "no quick timing")
+                self.assertGreater(context[0], max(timed), "the spare made its context before the quick timing ended")
+            else:
+                self.assertFalse(timed, "a quick timing without a cutoff")
 
     def test_spares_are_counted(self) -> None:
         log = self.verified_log({"KAGENT_SPARE_RUNNER": "1"}, times=2)
