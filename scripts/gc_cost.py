@@ -10,7 +10,7 @@ After each step it prints the least of three gc.collect() times, the
 number of objects the collector tracks and the number frozen out of its
 sight (the fork server's imports; the compile baseline's, longlived.py;
 KAGENT_FREEZE_BASELINE=0 shows the cost without). The judge collects in full whenever
-it closes runners to make room for a verification (worker._make_room), so
+it closes runners to make room for a verification (room.Room._make_room), so
 this is what each such collection costs. Defaults: the add_relu problem and
 kernel of platform/worker/testdata on the CPU.
 """

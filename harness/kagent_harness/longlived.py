@@ -1,7 +1,7 @@
 """A problem's long-lived objects out of the judge's full collections.
 
 The judge collects garbage in full each time it closes runners to make room
-for a verification (worker._make_room), after an out-of-memory failure and
+for a verification (room.Room._make_room), after an out-of-memory failure and
 when a problem is unloaded. The fork server froze its imports before it forked
 the judge (forkserver.py), so at first such a collection walks only what the
 judge made: about 0.1 ms. Timing the torch.compile baseline adds the compiled

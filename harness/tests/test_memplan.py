@@ -18,7 +18,7 @@ import unittest
 from typing import Any, Dict
 
 from kagent_harness import memplan
-from kagent_harness.worker import MAX_CANDIDATES
+from kagent_harness.room import MAX_CANDIDATES
 from tests.test_memory import CANDIDATE as MEMORY_CANDIDATE
 from tests.helpers import TempFilesCase
 from tests.test_memory import PROBLEM
