@@ -7,10 +7,11 @@ before each operation, and after a candidate's timing (``_close_ahead``).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any, List, Tuple
+
+from .spare import _trace
 
 # How long making room waits for a closed runner's process to end.
 RUNNER_EXIT_WAIT_S = 2.0
@@ -206,12 +207,3 @@ class Room:
                 _trace("close_ahead")
                 return
 
-
-def _trace(msg: str) -> None:
-    """A step's duration on stderr with KAGENT_TRACE=1 (scripts/trace_summary.py)."""
-    if os.environ.get("KAGENT_TRACE") == "1":
-        try:
-            sys.stderr.write(f"kagent_harness: trace {msg}\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
