@@ -2,7 +2,7 @@
 runners it keeps between operations, which go (least recently used first)
 when an operation needs their memory, and the spares (spare.py) among them.
 ``Room`` is the worker's part that decides; the worker (worker.py) calls it
-before each operation, and after a candidate's timing (``_close_ahead``).
+before each operation.
 """
 
 from __future__ import annotations
@@ -187,23 +187,3 @@ class Room:
         self._drop_all()
         if self.device.is_gpu:
             wait_for_memory(self.device.free_memory, need)
-
-    def _close_ahead(self, problem: Any, keep: Tuple[Any, ...]) -> None:
-        """After a candidate's timing the next request is most often the next
-        candidate's verification. Where its room is not free, the least
-        recently used kept runner other than ``keep``'s is closed now, without
-        waiting, so that its process ends while kagent reads the reply; the
-        verification's own room-making then finds its memory back, or waits
-        for less. (It would close that runner first anyway.)"""
-        if not getattr(self.device, "is_gpu", False):
-            return
-        spare = getattr(problem, "spare", None)
-        lent = spare.lent() if spare is not None else 0
-        if self.device.free_memory() >= self._need(problem, "verify") - lent:
-            return
-        for key in self.candidates:
-            if key not in keep:
-                self._drop(key)
-                _trace("close_ahead")
-                return
-

@@ -371,8 +371,6 @@ class Worker(Room):
         self._make_room(self._need(problem, "bench"), keep=(key,))
         out = self._timing(problem, (key,), lambda: bench(problem, self._target(problem, req, {}),
                                                           BenchParams.from_request(req), self.guard))
-        if key is not None:
-            self._close_ahead(problem, (key,))
         if req.get("target") == "compile":
             # The compiled baseline lives until unload: out of the full
             # collections' sight from now (longlived.py).

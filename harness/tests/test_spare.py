@@ -276,24 +276,6 @@ class MakeRoomOrderTest(unittest.TestCase):
         self.assertEqual(w.closed, ["old", "best", "spare"])
 
 
-    def test_close_ahead_closes_the_least_recently_used_other_runner(self) -> None:
-        # After a timing, where the next verification's room (10) is not
-        # free, the least recently used runner other than the one just timed
-        # goes at once, without waiting for its process to end.
-        problem = type("P", (), {"spare": None})()
-        for free, keep, closed in ((6, (), ["old"]), (6, ("old",), ["best"]), (10, (), [])):
-            w = self.worker(lent=False, frees={"old": 5, "best": 5}, base=free)
-            w._need = lambda problem, op: 10
-            for c in w.candidates.values():
-                c.rc.ended = lambda timeout: self.fail("close_ahead waited for a runner to end")
-            w._close_ahead(problem, tuple(("p1", f"/{n}.py", "h") for n in keep))
-            self.assertEqual(w.closed, closed, f"free {free}, keep {keep}")
-        # The spare to be taken holds part of the room: counted as made.
-        w = self.worker(lent=4, frees={"old": 5, "best": 5}, base=6)
-        w._need = lambda problem, op: 10
-        w._close_ahead(w.problems["p1"], ())
-        self.assertEqual(w.closed, [])
-
     def test_the_spare_to_be_taken_counts_as_made(self) -> None:
         # A verification needs 10, of which the spare it takes holds 4.
         w = self.worker(lent=4, frees={"old": 5, "best": 5, "spare": 4}, base=6)
