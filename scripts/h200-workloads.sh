@@ -97,7 +97,7 @@ for step in $steps; do
     # hold a kernel that allocates until the device is full and one that
     # leaks 1 GiB per call; the run must finish all its rounds.
     log "greedy on examples/rmsnorm with transcript-memory"
-    rm -rf .cache/rmsnorm-memory && cp -r examples/rmsnorm .cache/rmsnorm-memory && rm -rf .cache/rmsnorm-memory/transcript*
+    mkdir -p .cache && rm -rf .cache/rmsnorm-memory && cp -r examples/rmsnorm .cache/rmsnorm-memory && rm -rf .cache/rmsnorm-memory/transcript*
     t0=$SECONDS
     mon=$(monitor "$OUT/memory-usage.txt")
     # The profiler is not what this run is about (ncu of a 7.5 GB problem
