@@ -11,11 +11,15 @@ only, not the judge's allocator segments. Inputs then cross from the judge's
 copy to the runner's view device to device, and outputs back the same way:
 no host copies.
 
-Opt-in with ``KAGENT_DEVICE_BUFFERS=1`` (NVIDIA only). An allocation that finds
-the device full gets a host buffer (``shm.Slot``) after the worker made room;
-any other failure falls back to host buffers for the rest of the process. Run
-on an H200 (docs/results/2026-12-02-workloads): the buffers live in the judge's
-device memory, so large problems need more of it than with host buffers.
+On by default on NVIDIA GPUs; ``KAGENT_DEVICE_BUFFERS=0`` turns them off. An
+allocation that finds the device full gets a host buffer (``shm.Slot``) after
+the worker made room; any other failure falls back to host buffers for the
+rest of the process. The buffers live in the judge's device memory, which the
+memory plan (memplan.py) counts. On an H200 they cut a tune variant of a 6.4 GB
+problem to 1.3-1.6 s against about 14 s with host buffers
+(docs/results/2026-12-04-spare-runner); a greedy run whose candidates
+allocate until the device is full and leak ran all its rounds with them on an
+H100 (docs/results/2026-12-05-context-and-stage).
 
 Tensors over a mapping are made through ``__cuda_array_interface__``
 (``torch.as_tensor`` keeps the interface object alive, and the object keeps
@@ -102,8 +106,8 @@ def _check(code: int, what: str) -> None:
 
 
 def enabled() -> bool:
-    """KAGENT_DEVICE_BUFFERS=1 on an NVIDIA build of torch with a GPU."""
-    return (os.environ.get("KAGENT_DEVICE_BUFFERS") == "1" and torch.cuda.is_available()
+    """On an NVIDIA build of torch with a GPU, unless KAGENT_DEVICE_BUFFERS=0."""
+    return (os.environ.get("KAGENT_DEVICE_BUFFERS", "").strip() != "0" and torch.cuda.is_available()
             and not getattr(torch.version, "hip", None))
 
 

@@ -1,5 +1,5 @@
-"""Shared buffers: host slots by default, device buffers (devbuf.py) only on
-request and on an NVIDIA GPU, falling back to host slots otherwise."""
+"""Shared buffers: device buffers (devbuf.py) by default on an NVIDIA GPU
+(KAGENT_DEVICE_BUFFERS=0 turns them off), host slots otherwise."""
 
 from __future__ import annotations
 
@@ -27,11 +27,25 @@ class SlotChoiceTest(unittest.TestCase):
             else:
                 os.environ["KAGENT_DEVICE_BUFFERS"] = old
 
-    def test_off_unless_asked(self) -> None:
+    def test_on_by_default_on_an_nvidia_gpu(self) -> None:
+        from unittest import mock
+
         old = os.environ.pop("KAGENT_DEVICE_BUFFERS", None)
         try:
-            self.assertFalse(devbuf.enabled())
+            with mock.patch("torch.cuda.is_available", return_value=True), \
+                    mock.patch.object(torch.version, "hip", None):
+                self.assertTrue(devbuf.enabled(), "on by default")
+                os.environ["KAGENT_DEVICE_BUFFERS"] = "0"
+                self.assertFalse(devbuf.enabled(), "KAGENT_DEVICE_BUFFERS=0 turns them off")
+                os.environ["KAGENT_DEVICE_BUFFERS"] = "1"
+                self.assertTrue(devbuf.enabled())
+            with mock.patch("torch.cuda.is_available", return_value=True), \
+                    mock.patch.object(torch.version, "hip", "6.2"):
+                self.assertFalse(devbuf.enabled(), "NVIDIA only")
+            with mock.patch("torch.cuda.is_available", return_value=False):
+                self.assertFalse(devbuf.enabled(), "no GPU")
         finally:
+            os.environ.pop("KAGENT_DEVICE_BUFFERS", None)
             if old is not None:
                 os.environ["KAGENT_DEVICE_BUFFERS"] = old
 
