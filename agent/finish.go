@@ -205,7 +205,8 @@ func (l *loop) result(ctx context.Context, status store.RunStatus, reason string
 	res.Usage = l.prop.usage(ctx)
 	if ms, err := l.in.Session.Floor(ctx); err == nil {
 		res.FloorMS = ms
-	} else if ctx.Err() == nil {
+	} else if ctx.Err() == nil && status == store.RunFinished {
+		// (A failed run's error says why; the floor's would repeat it.)
 		l.log.Warn("roofline floor unavailable", "err", err)
 	}
 	cs, err := l.st.Candidates(ctx, l.runID, store.CandidateFilter{})
