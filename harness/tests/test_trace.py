@@ -22,9 +22,11 @@ def summarised(log: str, fn: str) -> Any:
 
 
 class TraceTest(unittest.TestCase):
-    def verified_log(self, env: Dict[str, str], times: int = 1, **verify: Any) -> str:
+    def verified_log(self, env: Dict[str, str], times: int = 1, until: str = "", **verify: Any) -> str:
         """The stderr of a worker (env on top of KAGENT_TRACE=1) that verified
-        a passing candidate ``times`` times (``verify``: more of the request)."""
+        a passing candidate ``times`` times (``verify``: more of the request),
+        read once it holds ``until`` too (a line another process writes when
+        it gets to it)."""
         client = WorkerClient(device="cpu", env=dict(env, KAGENT_TRACE="1"))
         try:
             client.start()
@@ -36,7 +38,8 @@ class TraceTest(unittest.TestCase):
                 v = client.request("verify", problem_id=load["result"]["problem_id"], candidate_path=cand,
                                    require_triton=False, **verify)
                 self.assertTrue(v["ok"] and v["result"]["passed"], v)
-            return client.wait_stderr_text("trace op verify ", count=times)
+            log = client.wait_stderr_text("trace op verify ", count=times)
+            return client.wait_stderr_text(until) if until else log
         finally:
             client.close()
 
@@ -65,19 +68,27 @@ class TraceTest(unittest.TestCase):
     def test_spare_context_comes_after_the_quick_timing(self) -> None:
         # With a cutoff the verification times its candidate first: the
         # spare's process may start before, but its context (device work) is
-        # asked for only once that timing is over, and within the
-        # verification. Without one, the spare is asked at the import.
+        # asked for only once that timing is over, within the verification
+        # (the judge's "spare lent" line says when it asked; the spare logs
+        # the op when it gets to it, perhaps after the verification ended).
+        # Without one, it is asked at the import, and nothing is timed.
         for cutoff in (1e6, 0.0):
-            log = self.verified_log({"KAGENT_SPARE_RUNNER": "1"}, cutoff_ms=cutoff)
+            log = self.verified_log({"KAGENT_SPARE_RUNNER": "1"}, until="trace op context ", cutoff_ms=cutoff)
             lines = log.splitlines()
-            context = [i for i, line in enumerate(lines) if "trace op context " in line]
-            self.assertEqual(len(context), 1, log[-4000:])
-            verify = next(i for i, line in enumerate(lines) if "kagent_harness: trace op verify " in line)
-            self.assertLess(context[0], verify, "the context was not asked for during the verification")
-            timed = [i for i, line in enumerate(lines) if "trace op timed " in line]
+
+            def at(text: str) -> list:
+                return [i for i, line in enumerate(lines) if text in line]
+
+            self.assertEqual(len(at("trace op context ")), 1, log[-4000:])
+            asked = at("kagent_harness: trace spare lent ")
+            self.assertEqual(len(asked), 1, log[-4000:])
+            self.assertLess(asked[0], at("kagent_harness: trace op verify ")[0],
+                            "the context was not asked for during the verification")
+            timed = at("trace op timed ")
             if cutoff:
                 self.assertTrue(timed, "no quick timing")
-                self.assertGreater(context[0], max(timed), "the spare made its context before the quick timing ended")
+                self.assertGreater(asked[0], max(timed), "the spare was asked for its context before the quick timing ended")
+                self.assertGreater(at("trace op context ")[0], max(timed))
             else:
                 self.assertFalse(timed, "a quick timing without a cutoff")
 
