@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Tuple
 
 WORKER_OP = re.compile(r"kagent_harness: trace op (\w+) ([0-9.]+) s")
 ROOM = re.compile(r"kagent_harness: trace (make_room) ([0-9.]+) s")
-RUNNER = re.compile(r"kagent_harness\.runner: trace (?:op (\w+)|(start|context)) ([0-9.]+) s")
+RUNNER = re.compile(r"kagent_harness\.runner: trace (?:op (\w+)|(start)) ([0-9.]+) s")
 SPARE = re.compile(r"kagent_harness: trace spare (lent|lend_failed) ([0-9]+)")
 OPS = ("verify", "bench", "compare")
 

@@ -47,7 +47,7 @@ device, 0 to 1) sets the share below which buffers are lent ahead.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 # How long a verification or a timing waits for a spare that has not
 # answered yet (it starts in about 0.1 s). A spare stopped or stalled by
@@ -209,21 +209,27 @@ def start_spare(problem: Any, cand: Any, on_device: bool = True) -> None:
     verification; with ``on_device`` unset only its process, until
     spare_to_device. Nothing for a candidate without a runner or a problem
     without spares."""
-    spare, rc = getattr(problem, "spare", None), getattr(cand, "rc", None)
-    if spare is None or rc is None:
-        return
-    spare.start(problem.device, in_use=sum(rc.layout().values()), on_device=on_device)
+    spare, in_use = _spare_of(problem, cand)
+    if spare is not None:
+        spare.start(problem.device, in_use=in_use, on_device=on_device)
 
 
 def spare_to_device(problem: Any, cand: Any) -> None:
     """Have the spare started during ``cand``'s verification make its device
     context and take its lent buffers (spare.py), now that nothing is timed."""
+    spare, in_use = _spare_of(problem, cand)
+    if spare is not None:
+        spare.to_device(problem.device, in_use=in_use)
+
+
+def _spare_of(problem: Any, cand: Any) -> Tuple[Optional["Spare"], int]:
+    """The problem's spare (None without one, or for a candidate without a
+    runner) and what ``cand``'s runner was lent (as a spare, or since): part
+    of the running verification's need, already made."""
     spare, rc = getattr(problem, "spare", None), getattr(cand, "rc", None)
     if spare is None or rc is None:
-        return
-    # What this candidate's runner was lent (as a spare, or since) is part
-    # of the running verification's need, already made.
-    spare.to_device(problem.device, in_use=sum(rc.layout().values()))
+        return None, 0
+    return spare, sum(rc.layout().values())
 
 
 def _trace(msg: str) -> None:
