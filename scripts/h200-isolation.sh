@@ -77,9 +77,12 @@ for step in $steps; do
   adversarial)
     log "adversarial suite on cuda"
     if [ -x bin/adversarial.test ]; then
-      # ADV_CASES: a regexp of case names (default: all); ADV_PARALLEL: cases at once.
+      # ADV_CASES: a regexp of case names (default: all); ADV_PARALLEL: cases at once;
+      # ADV_HANG_S: the hang guard of one case; ADV_LOGS: a folder for each case's
+      # output, its workers' stderr and a hung run's stacks.
       (cd cmd/kagent && KAGENT_ADV=1 KAGENT_PYTHON=$PY KAGENT_ADV_PLATFORM=cuda KAGENT_BINARY=$PWD/../../bin/kagent \
-        KAGENT_ADV_CASES=${ADV_CASES:-} KAGENT_ADV_PARALLEL=${ADV_PARALLEL:-6} timeout "${ADV_LIMIT:-300}" \
+        KAGENT_ADV_CASES=${ADV_CASES:-} KAGENT_ADV_PARALLEL=${ADV_PARALLEL:-6} KAGENT_ADV_HANG_S=${ADV_HANG_S:-180} \
+        KAGENT_ADV_LOGS=${ADV_LOGS:-} timeout "${ADV_LIMIT:-300}" \
         ../../bin/adversarial.test -test.run 'TestAdversarial' -test.v -test.timeout 9m) > "$OUT/adversarial-cuda.txt" 2>&1
       echo "adversarial exit $?" | tee -a "$OUT/steps.log"
       grep -E '^(--- FAIL|ok|FAIL|PASS)|escape' "$OUT/adversarial-cuda.txt" | tail -20

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,7 +136,9 @@ func loadAdvCases(t *testing.T) []advCase {
 // LLM key in kagent's environment and a TMPDIR of its own, and checks that
 // each cheating kernel is rejected and each side effect contained.
 // KAGENT_ADV_CASES (a regexp) selects cases, KAGENT_ADV_PARALLEL (default 2)
-// runs that many at once, KAGENT_ADV_HANG_S (default 180) is the hang guard.
+// runs that many at once, KAGENT_ADV_HANG_S (default 180) is the hang guard;
+// KAGENT_ADV_LOGS (a folder) keeps each case's output and its workers'
+// stderr, and a hung run's stacks (advlogs_test.go).
 func TestAdversarial(t *testing.T) {
 	if os.Getenv("KAGENT_ADV") != "1" {
 		t.Skip("the adversarial suite takes minutes (7.4 on 2 cores unloaded); KAGENT_ADV=1 (scripts/adversarial.sh, which CI runs after make test) runs it")
@@ -221,7 +224,7 @@ func TestAdversarial(t *testing.T) {
 			}
 			if r.Case.Class == "control" {
 				if !r.Passed || len(r.Escapes) > 0 {
-					t.Errorf("the honest control kernel did not pass cleanly: %s %v\nstdout:\n%s\nstderr:\n%s", r.Verdict, r.Escapes, r.Stdout, r.Stderr)
+					t.Errorf("the honest control kernel did not pass cleanly: %s %v\nstdout:\n%s\nstderr:\n%s", r.Verdict, r.Escapes, r.Stdout, tail(r.Stderr, 4000))
 				}
 				return
 			}
@@ -358,9 +361,14 @@ func runAdvCase(t *testing.T, c advCase, plat, inductorDir string, hang time.Dur
 		"LANG=C.UTF-8",
 	}
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "CUDA_VISIBLE_DEVICES=") || strings.HasPrefix(kv, "GOCOVERDIR=") {
+		if strings.HasPrefix(kv, "CUDA_VISIBLE_DEVICES=") || strings.HasPrefix(kv, "GOCOVERDIR=") ||
+			slices.ContainsFunc(advDiagEnv, func(p string) bool { return strings.HasPrefix(kv, p) }) {
 			cmd.Env = append(cmd.Env, kv)
 		}
+	}
+	logs := advLogsDir(c.Name)
+	if logs != "" {
+		cmd.Env = append(cmd.Env, "KAGENT_WORKER_STDERR="+logs)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr bytes.Buffer
@@ -377,12 +385,19 @@ func runAdvCase(t *testing.T, c advCase, plat, inductorDir string, hang time.Dur
 	case <-ctx.Done():
 		hung = true
 		pid := cmd.Process.Pid
+		if logs != "" {
+			dumpStacks(pid)
+		}
 		_ = syscall.Kill(-pid, syscall.SIGCONT)
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		err = <-waited
 	}
 	res.Duration = time.Since(start)
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	if logs != "" {
+		_ = os.WriteFile(filepath.Join(logs, "kagent.out"), stdout.Bytes(), 0o644)
+		_ = os.WriteFile(filepath.Join(logs, "kagent.err"), stderr.Bytes(), 0o644)
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
