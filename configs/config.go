@@ -32,6 +32,12 @@ const (
 	ProfileNone      = "none"
 )
 
+// What a hardware profile collects (profile_metrics).
+const (
+	ProfileMetricsFull     = "full"
+	ProfileMetricsRoofline = "roofline"
+)
+
 // Config is everything a run can be told. YAML keys are KernelAgent's where it
 // has one, so its configs load unchanged.
 type Config struct {
@@ -61,7 +67,15 @@ type Config struct {
 	// The others are placed on the synthetic roofline (measured time against
 	// the problem's bytes).
 	ProfileCandidates string `yaml:"profile_candidates"`
-	Python            string `yaml:"python"`
+	// ProfileMetrics is what an Nsight Compute profile collects: "full" (the
+	// default: KernelAgent's 29 metrics for the LLM's diagnosis, the
+	// speed-of-light percentages and the roofline's counters; 17 replay
+	// passes of the profiled call on an H100) or "roofline" (the time, the
+	// DRAM bytes and the FLOP counters: what places the kernel on the
+	// roofline, in a few passes; the SOL percentages are then computed from
+	// them against the GPU's peaks). rocprofv3 collects its own set.
+	ProfileMetrics string `yaml:"profile_metrics"`
+	Python         string `yaml:"python"`
 	// Size is the timed shape: a name of the kernel dir's sizes (kagent.yaml)
 	// or key=value overrides of the problem's size constants; "" keeps the
 	// problem's own (the cpu platform then uses the kernel dir's "cpu" size
@@ -252,6 +266,7 @@ func Default() Config {
 		StrategyConfig:      StrategyConfig{NumTopKernels: 2, NumBottlenecks: 2, MaxNoImprovement: 3, MaxVariants: 8, NumInspirations: 2},
 		MaxRounds:           10,
 		ProfileCandidates:   ProfileImproving,
+		ProfileMetrics:      ProfileMetricsFull,
 		NumWorkers:          1,
 		RefineAttempts:      3,
 		BenchmarkWarmup:     25,

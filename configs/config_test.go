@@ -187,6 +187,7 @@ func TestValidateMessages(t *testing.T) {
 		{"negative variants", func(c *Config) { c.StrategyConfig.MaxVariants = -1 }, "max_variants"},
 		{"negative cut", func(c *Config) { c.StrategyConfig.CutSlowerPct = -3 }, "cut_slower_pct is -3"},
 		{"no number cut", func(c *Config) { c.StrategyConfig.CutSlowerPct = math.NaN() }, "cut_slower_pct is NaN"},
+		{"metric set", func(c *Config) { c.ProfileMetrics = "sol" }, `profile_metrics "sol" is not one of full, roofline`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,6 +222,28 @@ func TestCutFromTheEnvironment(t *testing.T) {
 	}
 	if cfg.StrategyConfig.CutSlowerPct != 0 {
 		t.Errorf("cut_slower_pct %g, want 0 from the environment over the preset's 3", cfg.StrategyConfig.CutSlowerPct)
+	}
+}
+
+// TestProfileMetrics: the knob searches' presets profile the roofline's metrics only,
+// the others the full set, and KAGENT_PROFILE_METRICS overrides either.
+func TestProfileMetrics(t *testing.T) {
+	for _, tc := range []struct{ strategy, env, want string }{
+		{StrategyTune, "", ProfileMetricsRoofline},
+		{"autotune", "", ProfileMetricsRoofline},
+		{"halving", "", ProfileMetricsRoofline},
+		{StrategyGreedy, "", ProfileMetricsFull},
+		{StrategyTune, "full", ProfileMetricsFull},
+		{StrategyGreedy, "roofline", ProfileMetricsRoofline},
+	} {
+		env := map[string]string{"KAGENT_PROFILE_METRICS": tc.env}
+		cfg, _, err := Load(LoadOptions{WorkDir: t.TempDir(), Strategy: tc.strategy, Getenv: func(k string) string { return env[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ProfileMetrics != tc.want {
+			t.Errorf("%s with %q in the environment: profile_metrics %q, want %q", tc.strategy, tc.env, cfg.ProfileMetrics, tc.want)
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ var Env = []EnvVar{
 	{"KAGENT_MAX_ROUNDS", "maximum optimization rounds", intSetter(func(c *Config) *int { return &c.MaxRounds })},
 	{"KAGENT_NUM_WORKERS", "candidates evaluated at once", intSetter(func(c *Config) *int { return &c.NumWorkers })},
 	{"KAGENT_PROFILE_CANDIDATES", "candidates the profiler runs on: improving (default), final, all, none", func(c *Config, v string) error { c.ProfileCandidates = v; return nil }},
+	{"KAGENT_PROFILE_METRICS", "what an ncu profile collects: full (default), roofline", func(c *Config, v string) error { c.ProfileMetrics = v; return nil }},
 	{"KAGENT_PYTHON", "Python interpreter that runs the harness (needs torch; triton on GPUs)", func(c *Config, v string) error { c.Python = v; return nil }},
 	{"KAGENT_PLATFORM_KWARGS", "platform_kwargs entries as key=value pairs, comma-separated (e.g. triton=off); they override the YAML's", kwargsSetter},
 	{"KAGENT_SIZE", "timed shape: a name of the kernel dir's sizes, or key=value overrides of the problem's size constants", func(c *Config, v string) error { c.Size = v; return nil }},

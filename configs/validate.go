@@ -52,7 +52,10 @@ func Words(names []string, last string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
 }
 
-var profilePolicies = []string{ProfileImproving, ProfileFinal, ProfileAll, ProfileNone}
+var (
+	profilePolicies   = []string{ProfileImproving, ProfileFinal, ProfileAll, ProfileNone}
+	profileMetricSets = []string{ProfileMetricsFull, ProfileMetricsRoofline}
+)
 
 // Validate checks the whole configuration and reports every problem found,
 // each saying what to change.
@@ -71,6 +74,9 @@ func (c *Config) Validate() error {
 	}
 	if !contains(profilePolicies, c.ProfileCandidates) {
 		add("profile_candidates %q is not one of %s", c.ProfileCandidates, strings.Join(profilePolicies, ", "))
+	}
+	if !contains(profileMetricSets, c.ProfileMetrics) {
+		add("profile_metrics %q is not one of %s", c.ProfileMetrics, strings.Join(profileMetricSets, ", "))
 	}
 	if c.MaxRounds < 1 {
 		add("max_rounds is %d: set it to 1 or more", c.MaxRounds)

@@ -368,6 +368,10 @@ type Config struct {
 	Kwargs map[string]string
 	// NCUPath is the Nsight Compute binary (ncu_bin_path).
 	NCUPath string
+	// NCUMetrics is what an Nsight Compute profile collects
+	// (profile_metrics: "full" or "", every metric; "roofline", the time,
+	// DRAM bytes and FLOP counters only).
+	NCUMetrics string
 	// Timeouts for worker operations.
 	VerifyTimeout  time.Duration
 	BenchTimeout   time.Duration

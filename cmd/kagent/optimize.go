@@ -126,6 +126,7 @@ func platformConfig(cfg configs.Config, log *slog.Logger) platform.Config {
 		SpecsFile:      cfg.SpecsFile,
 		Kwargs:         cfg.PlatformKwargs,
 		NCUPath:        cfg.NCUBinPath,
+		NCUMetrics:     cfg.ProfileMetrics,
 		VerifyTimeout:  cfg.Timeouts.Verify,
 		BenchTimeout:   cfg.Timeouts.Bench,
 		ProfileTimeout: cfg.Timeouts.Profile,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kagent-kernels/kagent/agent/llm/llmtest"
+	"github.com/kagent-kernels/kagent/configs"
 	"github.com/kagent-kernels/kagent/internal/proc/proctest"
 )
 
@@ -376,5 +377,16 @@ func TestUnreachableLLMStopsTheRun(t *testing.T) {
 	l := run(t, dir, "runs", "list", "--json")
 	if l.code != 0 || !strings.Contains(l.stdout, `"status": "failed"`) || !strings.Contains(l.stdout, "cannot be reached") {
 		t.Errorf("the run is not recorded as failed on the unreachable provider:\n%s%s", l.stdout, l.stderr)
+	}
+}
+
+// TestPlatformConfigCarriesTheRunsSettings: what a platform is opened with
+// comes from the run's configuration (profile_metrics included).
+func TestPlatformConfigCarriesTheRunsSettings(t *testing.T) {
+	cfg := configs.Default()
+	cfg.NCUBinPath, cfg.ProfileMetrics, cfg.BenchmarkRepeat = "/opt/ncu", configs.ProfileMetricsRoofline, 250
+	pc := platformConfig(cfg, nil)
+	if pc.NCUPath != "/opt/ncu" || pc.NCUMetrics != configs.ProfileMetricsRoofline || pc.RepMS != 250 {
+		t.Errorf("platform config %+v", pc)
 	}
 }

@@ -124,7 +124,17 @@ func (p *Platform) ncuProfiler(s worker.ProfilerSetup) (platform.Profiler, error
 		ShapeOverride: s.Load.Size,
 		GPU:           dev, Timeout: p.cfg.ProfileTimeout, Env: env,
 		WorkDir: p.cfg.WorkDir, Ahead: p.ncuAhead, Logger: s.Logger, Isolate: isolate,
+		Metrics: ncuMetrics(p.cfg.NCUMetrics),
 	})
+}
+
+// ncuMetrics is the metric list of a profile_metrics setting (nil: the
+// profiler's default, every metric).
+func ncuMetrics(set string) []string {
+	if set == "roofline" {
+		return ncu.RooflineOnlyMetrics()
+	}
+	return nil
 }
 
 // Interface guards

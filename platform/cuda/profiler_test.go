@@ -2,8 +2,10 @@ package cuda_test
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
+	"github.com/kagent-kernels/kagent/configs"
 	"github.com/kagent-kernels/kagent/platform"
 	"github.com/kagent-kernels/kagent/platform/cuda"
 	"github.com/kagent-kernels/kagent/platform/worker"
@@ -28,5 +30,27 @@ func TestNCUProfilerProfilesTheTimedSize(t *testing.T) {
 	}
 	if got := p.Wrapper().ShapeOverride; !maps.Equal(got, size) {
 		t.Errorf("profiled size %v, want the timed size %v", got, size)
+	}
+}
+
+// TestNCUProfilerMetricSet: profile_metrics reaches the profiles' ncu command.
+func TestNCUProfilerMetricSet(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		want []string
+	}{
+		{"", ncu.DefaultMetrics()},
+		{configs.ProfileMetricsFull, ncu.DefaultMetrics()},
+		{configs.ProfileMetricsRoofline, ncu.RooflineOnlyMetrics()},
+	} {
+		pr, err := cuda.NCUProfiler(platform.Config{NCUMetrics: tc.set})(worker.ProfilerSetup{
+			HarnessDir: t.TempDir(), Load: worker.LoadRequest{ProblemPath: "problem.py", DType: "fp32", Seeds: []int64{1}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pr.(*ncu.Profiler).Metrics(); !slices.Equal(got, tc.want) {
+			t.Errorf("profile_metrics %q: %d metrics %v, want %d", tc.set, len(got), got, len(tc.want))
+		}
 	}
 }

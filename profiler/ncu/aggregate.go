@@ -74,7 +74,7 @@ func Aggregate(launches []Launch, keep []string) (roofline.Metrics, error) {
 	m.TensorPipePct = max(raw[metricTensorElap], raw[metricTensorAct])
 	m.FLOPs, m.DType = flops(raw)
 	for _, k := range []string{MetricTime, MetricComputeSOL, MetricMemorySOL, MetricDRAMRead, MetricDRAMWrite} {
-		if _, ok := raw[k]; !ok {
+		if _, ok := raw[k]; !ok && (keep == nil || slices.Contains(keep, k)) {
 			m.Warnings = append(m.Warnings, "ncu did not report "+k)
 		}
 	}

@@ -108,6 +108,15 @@ func DefaultMetrics() []string {
 	return dedup(KernelAgentMetrics, RooflineMetrics, OptionalMetrics)
 }
 
+// RooflineOnlyMetrics is what places a kernel on the roofline and nothing
+// more: its time, the DRAM bytes, the FLOP counters, the tensor pipe's
+// activity and the optional tensor counters. Without the speed-of-light
+// percentages (about 10 of DefaultMetrics' 17 replay passes on an H100) the
+// roofline computes them from the bytes and FLOPs against the GPU's peaks.
+func RooflineOnlyMetrics() []string {
+	return dedup([]string{MetricTime, MetricDRAMRead, MetricDRAMWrite}, RooflineMetrics, OptionalMetrics)
+}
+
 // CoreMetrics is DefaultMetrics without OptionalMetrics.
 func CoreMetrics() []string {
 	return dedup(KernelAgentMetrics, RooflineMetrics)

@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,6 +190,9 @@ func New(cfg Config) (*Profiler, error) {
 		NCU: cfg.NCUPath, Env: env, Timeout: cfg.Timeout, Logger: cfg.Logger, Isolate: cfg.Isolate,
 	}}, nil
 }
+
+// Metrics are the metrics its profiles ask ncu for.
+func (p *Profiler) Metrics() []string { return slices.Clone(p.cfg.Metrics) }
 
 // Wrapper is the wrapper script of this profiler's problem, less the
 // candidate (each profile names its own).
