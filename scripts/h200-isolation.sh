@@ -78,11 +78,14 @@ for step in $steps; do
     log "adversarial suite on cuda"
     if [ -x bin/adversarial.test ]; then
       # ADV_CASES: a regexp of case names (default: all); ADV_PARALLEL: cases at once;
-      # ADV_HANG_S: the hang guard of one case; ADV_LOGS: a folder for each case's
-      # output, its workers' stderr and a hung run's stacks.
+      # ADV_HANG_S: the hang guard of one case (default 360 s: the cases that reach
+      # timing time 10,000 calls of a few-microsecond kernel each, at once on one
+      # GPU; with 5 at once a call took 3-5.5 ms on an H100, a target about 30 s,
+      # and with 6 three controls outlasted 180 s); ADV_LOGS: a folder
+      # for each case's output, its workers' stderr and a hung run's stacks.
       (cd cmd/kagent && KAGENT_ADV=1 KAGENT_PYTHON=$PY KAGENT_ADV_PLATFORM=cuda KAGENT_BINARY=$PWD/../../bin/kagent \
-        KAGENT_ADV_CASES=${ADV_CASES:-} KAGENT_ADV_PARALLEL=${ADV_PARALLEL:-6} KAGENT_ADV_HANG_S=${ADV_HANG_S:-180} \
-        KAGENT_ADV_LOGS=${ADV_LOGS:-} timeout "${ADV_LIMIT:-300}" \
+        KAGENT_ADV_CASES=${ADV_CASES:-} KAGENT_ADV_PARALLEL=${ADV_PARALLEL:-6} KAGENT_ADV_HANG_S=${ADV_HANG_S:-360} \
+        KAGENT_ADV_LOGS=${ADV_LOGS:-} timeout "${ADV_LIMIT:-540}" \
         ../../bin/adversarial.test -test.run 'TestAdversarial' -test.v -test.timeout 9m) > "$OUT/adversarial-cuda.txt" 2>&1
       echo "adversarial exit $?" | tee -a "$OUT/steps.log"
       grep -E '^(--- FAIL|ok|FAIL|PASS)|escape' "$OUT/adversarial-cuda.txt" | tail -20
