@@ -5,7 +5,7 @@
 # Expects bin/kagent and bin/enginebench (linux/amd64: make gpu-binaries) and
 # a KernelBench clone (KB, default .cache/KernelBench; never committed).
 # Usage: OUT=/tmp/out [PY=python3] [KB=DIR] scripts/h200-workloads.sh [steps...]
-#   steps: agreement memory sweep ab reductions methods baselines ncucost
+#   steps: agreement memory sweep ab reductions methods baselines ncucost ncusets
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-workloads}
 mkdir -p "$OUT"
@@ -195,6 +195,39 @@ for step in $steps; do
       grep -h "ncu profile" "$OUT/profile-$held.log" | tail -1
       [ -n "$hog" ] && kill "$hog" && wait "$hog" 2>/dev/null
     done
+    ;;
+  ncusets)
+    # kagent's profile of one ReLU call under each profile_metrics set (full,
+    # then roofline, NCUSETS_ROUNDS times, alternating): the debug log's replay
+    # passes and phases, and where the JSON places the kernel. NCUSETS_BATCH sets
+    # the batch (default 4096: 6.4 GB per tensor; 2048 fits an 80 GB GPU).
+    log "kagent profile per metric set"
+    d=$(agreement_dir relu-sets 19_ReLU 19_ReLU "${NCUSETS_BATCH:-4096}" 393216)
+    for r in $(seq "${NCUSETS_ROUNDS:-2}"); do
+      for set in full roofline; do
+        t0=$(date +%s%N)
+        KAGENT_PROFILE_METRICS=$set timeout 180 bin/kagent --log-level debug profile -k "$d" --platform cuda --python "$PY" \
+          --no-progress --json > "$OUT/ncusets-$set-$r.json" 2> "$OUT/ncusets-$set-$r.log"
+        echo "profile_metrics $set round $r: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a "$OUT/steps.log"
+        grep -h "ncu profile" "$OUT/ncusets-$set-$r.log" | tail -1 | tee -a "$OUT/steps.log"
+      done
+    done
+    "$PY" - "$OUT" <<'PY' | tee "$OUT/ncusets.md"
+import glob, json, os, sys
+print("| set | round | class | memory SOL % | compute SOL % | floor fraction | time ms | bytes GB | metrics |")
+print("|---|--:|---|--:|--:|--:|--:|--:|--:|")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "ncusets-*.json"))):
+    name = os.path.basename(f)[len("ncusets-"):-len(".json")]
+    s, r = name.rsplit("-", 1)
+    try:
+        j = json.load(open(f))
+    except ValueError:
+        print(f"| {s} | {r} | no JSON | | | | | | |")
+        continue
+    m, rl = j.get("metrics") or {}, j.get("roofline") or {}
+    print(f"| {s} | {r} | {rl.get('class', '')} | {rl.get('memory_sol_pct', 0):.1f} | {rl.get('compute_sol_pct', 0):.1f} | "
+          f"{rl.get('floor_fraction', 0):.3f} | {m.get('time_ms', 0):.4f} | {(m.get('bytes_read', 0) + m.get('bytes_write', 0)) / 1e9:.2f} | {len(m.get('raw') or {})} |")
+PY
     ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
   esac
