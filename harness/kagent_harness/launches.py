@@ -48,6 +48,30 @@ def import_triton_parts() -> None:
             pass
 
 
+def warm_driver() -> str:
+    """What Triton sets up once per process before its first launch on an
+    NVIDIA GPU, done without a device: the compiler's set-up (warm_compiler)
+    and the driver's helper module, which Triton compiles from C with the
+    host's compiler into TRITON_CACHE_DIR and loads (loading it starts no
+    CUDA). For a process started ahead of its work, as a profile's is: its
+    first launch then finds the module in its cache and pays only for its
+    kernel's own compile and launcher. Returns "" or why it did not warm."""
+    why = warm_compiler()
+    if why:
+        return why
+    try:
+        import torch
+
+        if getattr(torch.version, "hip", None):
+            return "not an NVIDIA build of torch"
+        from triton.backends.nvidia.driver import CudaUtils
+
+        CudaUtils()
+        return ""
+    except Exception as exc:  # noqa: BLE001 - no C compiler, no libcuda, another Triton
+        return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
 def warm_compiler() -> str:
     """Compile one trivial kernel for an NVIDIA target, without a device and
     into a cache that is removed at once: what Triton does once per process

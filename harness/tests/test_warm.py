@@ -63,6 +63,30 @@ if got != b"\x00" or os.waitstatus_to_exitcode(status) != 0:
 print("ok")
 """
 
+# launches.warm_driver, in a fresh interpreter likewise: no CUDA initialised,
+# and on an NVIDIA GPU the driver's module built into the process's cache
+# (where its first launch then finds it); elsewhere a reason, never a raise.
+_DRIVER_CHECKS = r"""
+import os, sys, tempfile
+cache = tempfile.mkdtemp(prefix="kagent-warm-driver-test-")
+os.environ["TRITON_CACHE_DIR"] = cache
+import torch
+from kagent_harness.launches import warm_driver
+
+got = warm_driver()
+if not isinstance(got, str) or "\n" in got:
+    print("not a one-line reason: %r" % (got,)); sys.exit(1)
+if torch.cuda.is_initialized():
+    print("CUDA initialised"); sys.exit(1)
+built = [f for _, _, fs in os.walk(cache) for f in fs if f.startswith("cuda_utils")]
+nvidia = torch.cuda.is_available() and not getattr(torch.version, "hip", None)
+if nvidia and (got != "" or not built):
+    print("not warmed on an NVIDIA GPU: %r, cache %r" % (got, built)); sys.exit(1)
+if got == "" and not built:
+    print("warmed, but no driver module in the cache"); sys.exit(1)
+print("ok" if got == "" else "not warmed: " + got)
+"""
+
 
 @unittest.skipUnless(_triton() or os.environ.get("KAGENT_REQUIRE_TRITON") == "1", "needs triton")
 class WarmCompilerTest(unittest.TestCase):
@@ -76,6 +100,17 @@ class WarmCompilerTest(unittest.TestCase):
                               capture_output=True, text=True, check=False)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-2000:])
         self.assertEqual(done.stdout.strip(), "ok")
+
+    def test_warm_driver_starts_no_cuda_and_builds_the_driver_module_on_nvidia(self) -> None:
+        import subprocess
+        import sys
+
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        done = subprocess.run([sys.executable, "-c", _DRIVER_CHECKS], cwd=here, env=env,
+                              capture_output=True, text=True, check=False)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-2000:])
+        self.assertTrue(done.stdout.startswith(("ok", "not warmed: ")), done.stdout)
 
     def test_interpreter_mode_is_not_warmed(self) -> None:
         from unittest import mock
