@@ -72,8 +72,9 @@ type Config struct {
 	// speed-of-light percentages and the roofline's counters; 17 replay
 	// passes of the profiled call on an H100) or "roofline" (the time, the
 	// DRAM bytes and the FLOP counters: what places the kernel on the
-	// roofline, in a few passes; the SOL percentages are then computed from
-	// them against the GPU's peaks). rocprofv3 collects its own set.
+	// roofline, in 6 passes on an H100; the SOL percentages are then
+	// computed from them against the GPU's peaks). rocprofv3 collects its
+	// own set.
 	ProfileMetrics string `yaml:"profile_metrics"`
 	Python         string `yaml:"python"`
 	// Size is the timed shape: a name of the kernel dir's sizes (kagent.yaml)
