@@ -5,6 +5,7 @@ compiles kernels as before."""
 from __future__ import annotations
 
 import os
+import subprocess
 import unittest
 
 from kagent_harness.launches import warm_compiler
@@ -88,27 +89,26 @@ print("ok" if got == "" else "not warmed: " + got)
 """
 
 
+def _fresh(script: str) -> subprocess.CompletedProcess:
+    """script run in a fresh interpreter without TRITON_INTERPRET, from the
+    harness's folder."""
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-c", script], cwd=here, env=env,
+                          capture_output=True, text=True, check=False)
+
+
 @unittest.skipUnless(_triton() or os.environ.get("KAGENT_REQUIRE_TRITON") == "1", "needs triton")
 class WarmCompilerTest(unittest.TestCase):
     def test_warm_leaves_nothing_behind_and_a_forked_child_compiles(self) -> None:
-        import subprocess
-        import sys
-
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        done = subprocess.run([sys.executable, "-c", _WARM_CHECKS], cwd=here, env=env,
-                              capture_output=True, text=True, check=False)
+        done = _fresh(_WARM_CHECKS)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-2000:])
         self.assertEqual(done.stdout.strip(), "ok")
 
     def test_warm_driver_starts_no_cuda_and_builds_the_driver_module_on_nvidia(self) -> None:
-        import subprocess
-        import sys
-
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        done = subprocess.run([sys.executable, "-c", _DRIVER_CHECKS], cwd=here, env=env,
-                              capture_output=True, text=True, check=False)
+        done = _fresh(_DRIVER_CHECKS)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-2000:])
         self.assertTrue(done.stdout.startswith(("ok", "not warmed: ")), done.stdout)
 
