@@ -1,6 +1,7 @@
 """Triton's compiler warmed in a fork server (launches.warm_compiler): no
 device, no thread, nothing left in the cache, and a process forked after it
-compiles kernels as before."""
+compiles kernels as before. Triton's driver module built ahead in a
+profile's process (launches.warm_driver): no CUDA started."""
 
 from __future__ import annotations
 
