@@ -14,8 +14,10 @@ inside that call), and the replay passes ncu reports.
 The cases vary what could make a large problem's profile slow:
 - the tensor size (64 MB or 6.4 GB per tensor), for the cost of saving and
   restoring memory between replay passes;
-- the metric set: one metric (one pass) or a roofline-sized set of the
-  kind kagent collects;
+- the metric set: one metric (one pass), a roofline-sized set, the parts
+  of kagent's sets (DRAM bytes, FLOP counters, the speed-of-light
+  percentages) and kagent's two sets themselves (profile_metrics roofline
+  and full);
 - an untouched buffer in the profiled process (does ncu save every
   allocation, or only what the kernel touches?);
 - another process holding most of the device memory, as warm workers do
@@ -64,7 +66,63 @@ MANY = [
     "sm__inst_executed.sum",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
 ]
-METRICS = {"time": ["gpu__time_duration.sum"], "many": MANY}
+# kagent's own sets, copies of profiler/ncu's (TestNCUCostSets keeps them
+# equal): profile_metrics roofline (RooflineOnlyMetrics) and full
+# (DefaultMetrics: KernelAgent's 29 metrics and the roofline's).
+DRAM = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
+FLOPS = ["sm__sass_thread_inst_executed_op_%s_pred_on.sum" % op
+         for op in ("fadd", "fmul", "ffma", "hadd", "hmul", "hfma", "dadd", "dmul", "dfma")]
+TENSOR = [
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp8.sum",
+    "sm__ops_path_tensor_src_fp64.sum",
+]
+SOL = ["sm__throughput.avg.pct_of_peak_sustained_elapsed",
+       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+KERNELAGENT = [
+    "sm__cycles_active.avg",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__occupancy_limit_blocks",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__registers_per_thread",
+    "sm__inst_executed.sum",
+    "sm__inst_executed_pipe_fp32.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active",
+    *DRAM,
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes.sum.per_second",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "launch__shared_mem_per_block_allocated",
+    "l1tex__t_sector_hit_rate.pct",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "lts__t_sector_hit_rate.pct",
+    "lts__throughput.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+    "smsp__warp_issue_stalled_memory_dependency_per_warp_active.pct",
+    "smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct",
+    "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct",
+    "smsp__warp_issue_stalled_barrier_per_warp_active.pct",
+    "smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct",
+    "smsp__sass_average_branch_targets_threads_uniform.pct",
+    *SOL,
+]
+KAGENT_ROOFLINE = ["gpu__time_duration.sum", *DRAM, *FLOPS, *TENSOR]
+KAGENT_FULL = KERNELAGENT + ["gpu__time_duration.sum", *FLOPS, *TENSOR]
+METRICS = {
+    "time": ["gpu__time_duration.sum"],
+    "many": MANY,
+    # What each part of kagent's sets costs in replay passes.
+    "dram": DRAM,
+    "flops": FLOPS,
+    "sol": SOL,
+    "roofline": KAGENT_ROOFLINE,
+    "full": KAGENT_FULL,
+}
 
 # name -> (elements, metric set, untouched GB in the profiled process, GB held by another process)
 CASES: Dict[str, tuple] = {
@@ -74,6 +132,11 @@ CASES: Dict[str, tuple] = {
     "large-many": (LARGE, "many", 0, 0),
     "large-many-extra40": (LARGE, "many", 40, 0),
     "large-many-hog": (LARGE, "many", 0, -1),  # -1: all but 24 GB of what is free
+    "large-dram": (LARGE, "dram", 0, 0),
+    "large-flops": (LARGE, "flops", 0, 0),
+    "large-sol": (LARGE, "sol", 0, 0),
+    "large-roofline": (LARGE, "roofline", 0, 0),
+    "large-full": (LARGE, "full", 0, 0),
 }
 PHASE = "ncu_cost phases:"
 

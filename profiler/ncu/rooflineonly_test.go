@@ -1,8 +1,11 @@
 package ncu
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -83,5 +86,39 @@ func TestRooflineOnlyPlacesLikeFull(t *testing.T) {
 				t.Errorf("no memory SOL from the bytes: %+v", r)
 			}
 		})
+	}
+}
+
+// TestNCUCostSets: scripts/ncu_cost.py measures kagent's two metric sets
+// from copies of its own; they must stay what kagent asks ncu for.
+func TestNCUCostSets(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to read scripts/ncu_cost.py")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "ncu_cost.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, "-c", `import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("ncu_cost", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+print(json.dumps({"roofline": m.METRICS["roofline"], "full": m.METRICS["full"]}))`, script).Output()
+	if err != nil {
+		t.Fatalf("read %s: %v", script, err)
+	}
+	var sets map[string][]string
+	if err := json.Unmarshal(out, &sets); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{"roofline": RooflineOnlyMetrics(), "full": DefaultMetrics()} {
+		got := slices.Clone(sets[name])
+		slices.Sort(got)
+		want = slices.Clone(want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("ncu_cost.py's %s set differs from kagent's:\n got %v\nwant %v", name, got, want)
+		}
 	}
 }
