@@ -36,7 +36,7 @@ func TestEmbeddedConfigsLoadAndValidate(t *testing.T) {
 				t.Fatalf("Validate: %v", err)
 			}
 			// Only the tune preset cuts slower variants after a quick timing.
-			if want := map[string]float64{StrategyTune: 3}[name]; cfg.StrategyConfig.CutSlowerPct != want {
+			if want := map[string]float64{StrategyTune: 0.5}[name]; cfg.StrategyConfig.CutSlowerPct != want {
 				t.Errorf("cut_slower_pct %g, want %g", cfg.StrategyConfig.CutSlowerPct, want)
 			}
 		})
@@ -221,7 +221,7 @@ func TestCutFromTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.StrategyConfig.CutSlowerPct != 0 {
-		t.Errorf("cut_slower_pct %g, want 0 from the environment over the preset's 3", cfg.StrategyConfig.CutSlowerPct)
+		t.Errorf("cut_slower_pct %g, want 0 from the environment over the preset's 0.5", cfg.StrategyConfig.CutSlowerPct)
 	}
 }
 

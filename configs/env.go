@@ -37,7 +37,7 @@ var Env = []EnvVar{
 	{"KAGENT_LLM_BASE_URL", "base URL of an OpenAI-compatible server (vLLM, SGLang, Ollama /v1, OpenRouter, a relay)", func(c *Config, v string) error { c.LLM.BaseURL = v; return nil }},
 	{"KAGENT_LLM_API_KEY_ENV", "name of the variable holding the LLM key (the key itself is never read from config)", func(c *Config, v string) error { c.LLM.APIKeyEnv = v; return nil }},
 	{"KAGENT_LLM_TIMEOUT", "per-call LLM timeout (Go duration, e.g. 10m)", durationSetter(func(c *Config) *time.Duration { return &c.LLM.Timeout })},
-	{"KAGENT_CUT_SLOWER_PCT", "strategy_config.cut_slower_pct: knob variants a quick timing finds slower than the best by more than this percentage are not verified further (0: every variant in full; the tune preset: 3)", floatSetter(func(c *Config) *float64 { return &c.StrategyConfig.CutSlowerPct })},
+	{"KAGENT_CUT_SLOWER_PCT", "strategy_config.cut_slower_pct: knob variants a quick timing finds slower than the best by more than this percentage are not verified further (0: every variant in full; the tune preset: 0.5)", floatSetter(func(c *Config) *float64 { return &c.StrategyConfig.CutSlowerPct })},
 	{"KAGENT_BUDGET_USD", "stop the run when LLM spend reaches this many dollars", floatSetter(func(c *Config) *float64 { return &c.Budget.MaxUSD })},
 	{"KAGENT_CACHE_DIR", "cache for the installed harness and Triton's compiled kernels", nil},
 	{"KAGENT_FORKSERVER", "0 starts every Python worker on its own instead of forking it from a server that imported torch once", nil},
