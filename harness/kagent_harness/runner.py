@@ -550,10 +550,15 @@ class Runner:
             self.flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=dev.torch_device)
         estimate_calls = max(1, int(req.get("estimate_calls") or 5))
         warmup_ms = float(req.get("warmup_ms") or 0.0)
+        began = time.monotonic() if TRACE else 0.0
         try:
             with torch.no_grad():
                 fn(*sets[0])
                 dev.synchronize()
+                if TRACE:
+                    # The first call (a compile or a load, the first launch)
+                    # apart from the calls that size the warm-up.
+                    _log(f"trace op prepare_first {time.monotonic() - began:.4f} s")
                 marks = []
                 hosts = []
                 for i in range(estimate_calls):
