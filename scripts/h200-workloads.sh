@@ -47,11 +47,13 @@ agreement_dir() {
 for step in $steps; do
   case $step in
   agreement)
-    # kagent's time against ncu's gpu__time_duration (the median of 3 profiles of one call each,
+    # kagent's time against ncu's gpu__time_duration (the median of NCU_PROFILES (3) profiles of one call each,
     # caches flushed, clocks as they are), and 5 timings of the kernel and
     # of both baselines.
     dirs=$(agreement_dir relu-12M 19_ReLU 19_ReLU 192 65536),$(agreement_dir softmax-16M 23_Softmax 23_Softmax 1024 16384)
     [ -n "${AGREE_ALL:-}" ] && dirs=$dirs,$(agreement_dir gelu-32M 26_GELU_ 26_GELU 512 65536),$(agreement_dir relu-128M 19_ReLU 19_ReLU 2048 65536)
+    # AGREE_20US: a ReLU of about 20 us on an H200 (the target's smallest kernel).
+    [ -n "${AGREE_20US:-}" ] && dirs=$(agreement_dir relu-10M 19_ReLU 19_ReLU 160 65536),$dirs
     dirs=$dirs,${EXTRA_DIRS:-}
     # AGREE_CLOCKS: "device" (events after a hold, the default) and/or
     # "profiler" (KAGENT_TIMING_CLOCK=profiler), one enginebench run each.
@@ -59,7 +61,7 @@ for step in $steps; do
       sfx=; [ "$clock" = device ] || sfx=-$clock
       tc=; [ "$clock" = profiler ] && tc=profiler
       log "enginebench ($clock clock): stability and ncu agreement on ${dirs//,/ }"
-      KAGENT_TIMING_CLOCK=$tc timeout "${AGREE_LIMIT:-420}" bin/enginebench -skip-eval -baselines -large "${dirs%,}" -python "$PY" -repo . \
+      KAGENT_TIMING_CLOCK=$tc timeout "${AGREE_LIMIT:-420}" bin/enginebench -skip-eval -baselines -large "${dirs%,}" -python "$PY" -repo . -ncu-profiles "${NCU_PROFILES:-3}" \
         -out "$OUT/agreement$sfx" > "$OUT/agreement$sfx.txt" 2>"$OUT/agreement$sfx.stderr"
       echo "agreement ($clock) exit $?" | tee -a "$OUT/steps.log"
       cat "$OUT/agreement$sfx.txt"
@@ -166,7 +168,9 @@ for step in $steps; do
   methods)
     # Ways of timing a call against ncu (scripts/timing_methods.py).
     log "timing methods against ncu"
+    # METHODS_CASES: the script's cases (default: its own list).
     timeout "${METHODS_LIMIT:-300}" "$PY" scripts/timing_methods.py --ncu "${NCU:-ncu}" --json "$OUT/methods.json" \
+      ${METHODS_CASES:+--cases "$METHODS_CASES"} \
       > "$OUT/methods.md" 2>"$OUT/methods.stderr"
     echo "methods exit $?" | tee -a "$OUT/steps.log"
     cat "$OUT/methods.md"

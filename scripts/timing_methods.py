@@ -54,6 +54,7 @@ from kagent_harness import hold  # noqa: E402
 CASES: Dict[str, Tuple[str, Tuple[int, ...]]] = {
     "relu-1M": ("19_ReLU", (16, 65536)),
     "relu-4M": ("19_ReLU", (64, 65536)),
+    "relu-10M": ("19_ReLU", (160, 65536)),
     "relu-12M": ("19_ReLU", (192, 65536)),
     "softmax-16M": ("23_Softmax", (1024, 16384)),
     "gelu-32M": ("26_GELU", (512, 65536)),
