@@ -167,6 +167,13 @@ class Device:
         free = _meminfo("MemAvailable")
         return min(free, limit) if limit is not None else free
 
+    def allocated_bytes(self) -> Optional[int]:
+        """Bytes of device memory this process's live tensors hold (not
+        the allocator's cached free blocks); None off a GPU."""
+        if not self.is_gpu:
+            return None
+        return int(self._api().memory_allocated(self.torch_device))
+
     def empty_cache(self) -> None:
         if self.is_gpu:
             self._api().empty_cache()

@@ -155,6 +155,11 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             self.note_host(_number(reply.get("host_ms")))
             if self.dev.is_cuda:
                 self.tails.append(_number(reply.get("tail_ms")))
+            # The runner's claim: one that hides a leak only risks running out
+            # of memory itself; one that shows a false leak rejects itself.
+            held = reply.get("allocated")
+            if isinstance(held, int) and not isinstance(held, bool) and held >= 0:
+                self.allocated.append(held)
             if recheck:
                 specs = self.rc.out_specs(("t", self.label), s.ref)
                 self.rc.poison_outputs(specs)

@@ -92,6 +92,11 @@ DEFAULT_FLUSH_BYTES = 256 << 20
 # (one slow call, a page fault or a collection, does not change it).
 SPIN_FACTOR = 2.0
 SPIN_MIN_MS = 0.03
+# A leak (leak_reason): device memory held after the last quarter of the
+# timed calls above the first quarter's by at least this much, growing after
+# at least this share of the calls.
+LEAK_MIN_BYTES = 256 << 20
+LEAK_SHARE = 0.25
 SPIN_MAX_MS = 20.0
 LATE_WINDOW = 20
 LATE_SHARE = 0.1
@@ -213,6 +218,9 @@ class _Timer:
         self.late: List[bool] = []  # per timed call, in order
         # Per timed call (GPU): the device's busy time after its end event.
         self.tails: List[float] = []
+        # Device memory this process's tensors hold after each timed call
+        # (leak_reason); empty off a GPU.
+        self.allocated: List[int] = []
         # Wall seconds of this timing's phases (PROTOCOL.md, bench: phases).
         self.phases: Dict[str, float] = {}
         # Parts of the "timed" phase (a runner's timer: its timed requests,
@@ -345,6 +353,9 @@ class _Timer:
                 self.clock.mark()
         elif self.sync_each:
             dev.synchronize()
+        held = dev.allocated_bytes()
+        if held is not None:
+            self.allocated.append(held)
         if recheck:
             if out is None and self.problem.allow_inplace:
                 out = s.inputs[0]
@@ -571,6 +582,30 @@ def _spin_available(dev: Device) -> bool:
     return dev.can_spin
 
 
+def leak_reason(allocated: List[int]) -> str:
+    """Why the device memory held after each timed call (``allocated``, in
+    call order) shows a leak, or "": the least held in the last quarter of
+    the calls exceeds the most held in the first quarter by at least
+    LEAK_MIN_BYTES, and it grew after at least LEAK_SHARE of the calls. A
+    kernel that allocates a workspace once (on one call), or whose memory
+    comes and goes, is not a leak; one that keeps part of what its calls
+    allocate runs out of memory in use, however much the device has."""
+    n = len(allocated)
+    if n < 8:
+        return ""
+    q = n // 4
+    between = min(allocated[n - q:]) - max(allocated[:q])
+    ups = sum(1 for a, b in zip(allocated, allocated[1:]) if b > a)
+    calls = n - 1
+    growth = allocated[-1] - allocated[0]
+    if between < LEAK_MIN_BYTES or ups < LEAK_SHARE * calls:
+        return ""
+    mib = float(1 << 20)
+    return (f"the call keeps device memory it allocated: {growth / mib:.0f} MiB more held after {calls} more timed "
+            f"calls ({growth / calls / mib:.1f} MiB a call, growing after {ups} of them); a kernel must release what "
+            f"it allocates, or it runs out of memory in use")
+
+
 def spin_for(dev: Device, host_ms: float) -> float:
     """The spin ahead of each timed call for a call the host enqueues in
     ``host_ms`` (0 where the device cannot spin)."""
@@ -650,9 +685,13 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
     stats["reason"] = ""
     if not timer.target.is_kernel:
         return
+    leak = leak_reason(timer.allocated)
     if timer.forged:
         stats["failure"] = F.TIMING_FORGED
         stats["reason"] = timer.forged
+    elif leak:
+        stats["failure"] = F.OOM
+        stats["reason"] = leak
     elif recheck is not None and not recheck["passed"]:
         stats["failure"] = F.RECHECK
         stats["reason"] = recheck["reason"]

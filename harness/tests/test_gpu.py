@@ -173,6 +173,25 @@ class GPUTimingTest(unittest.TestCase):
         self.assertFalse(stats["recheck"]["passed"])
 
 
+    def test_leak_fails_the_timing(self) -> None:
+        from kagent_harness.timing import BenchParams, Target, bench
+
+        model = self.problem.model
+        kept = []
+
+        def leaky(x, y):
+            kept.append(torch.empty(4 << 20, dtype=torch.uint8, device=x.device))
+            return model(x, y)
+
+        params = BenchParams(rep_ms=20, warmup_ms=1, min_reps=200, max_reps=200)
+        stats = bench(self.problem, Target("kernel", leaky, True), params, self.guard)
+        self.assertEqual(stats["failure"], "oom", stats)
+        self.assertIn("keeps device memory", stats["reason"])
+        kept.clear()
+        stats = bench(self.problem, Target("kernel", model, True), params, self.guard)
+        self.assertEqual(stats["failure"], "", stats)
+
+
 @unittest.skipUnless(HAS_CUDA, "no GPU")
 class GPUMemoryTest(unittest.TestCase):
     """PROTOCOL.md's Memory bound on the device itself: the peak of the caching
@@ -273,6 +292,20 @@ class GPUWorkerTest(unittest.TestCase):
         # One bracket for both sides of a comparison.
         self.assertGreater(cmp["result"]["a"]["bracket_ms"], 0.0)
         self.assertEqual(cmp["result"]["a"]["bracket_ms"], cmp["result"]["b"]["bracket_ms"])
+
+    def test_leaking_candidate_rejected_when_timed(self) -> None:
+        # Right on every draw, but each call keeps 4 MiB: verified, then
+        # rejected by its timing in its runner.
+        c = self.client
+        pid, _, _ = _load_and_verify(self, c)
+        leak = _cand("cuda", "add_relu_leak")
+        v = c.request("verify", problem_id=pid, candidate_path=leak, require_triton=True)
+        self.assertTrue(v["result"]["passed"], v)
+        b = c.request("bench", problem_id=pid, target="kernel", candidate_path=leak, rep_ms=20, warmup_ms=5,
+                      min_reps=200, max_reps=200)
+        self.assertTrue(b["ok"], b)
+        self.assertEqual(b["result"]["failure"], "oom", b["result"])
+        self.assertIn("keeps device memory", b["result"]["reason"])
 
     def test_quick_cut(self) -> None:
         # A cutoff no call can beat cuts the kernel as slower; one every call
