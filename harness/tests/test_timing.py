@@ -65,9 +65,11 @@ class LeakReasonTest(unittest.TestCase):
         held = [100 * self.MIB + i * self.MIB for i in range(200)]  # 199 MiB in all
         self.assertEqual(timing.leak_reason(held), "")
 
-    def test_memory_kept_by_every_other_call_is_a_leak(self) -> None:
-        held = [(i // 2) * 8 * self.MIB for i in range(200)]
-        self.assertIn("keeps device memory", timing.leak_reason(held))
+    def test_memory_made_for_a_few_input_sets_late_is_not(self) -> None:
+        # Ten timed calls of a slow kernel; the mirrors of input sets 3 and 4
+        # (1 GiB each) made at its third and fourth calls.
+        held = [2048 * self.MIB] * 2 + [3072 * self.MIB] + [4096 * self.MIB] * 7
+        self.assertEqual(timing.leak_reason(held), "")
 
     def test_outputs_kept_per_input_set_are_not(self) -> None:
         # Four input sets, an output kept for each once it was seen.
