@@ -610,6 +610,39 @@ class RemoteTimedRequestTest(unittest.TestCase):
         self.assertEqual(t.checked, 2)
 
 
+class RemoteAllocatedTest(unittest.TestCase):
+    """The judge collects what the runner says its tensors hold after each
+    timed call, for leak_reason; a figure that is not a count is ignored."""
+
+    def test_collected_from_the_timed_replies(self) -> None:
+        from types import SimpleNamespace
+
+        from kagent_harness import remote_timing, timing
+        from kagent_harness.device import Device
+        from kagent_harness.remote import RemoteCallable
+
+        ref = torch.ones(4)
+        figures = iter([(64 << 20) * i for i in range(20)] + ["7", True, -1, 2.5])
+
+        class FakeRunner:
+            pid = os.getpid()
+
+            def request(self, op: str, payload: dict, what: str = "") -> dict:
+                return {"ms": 1.0, "host_ms": 0.1, "tail_ms": 0.0, "allocated": next(figures)}
+
+        fn = RemoteCallable.__new__(RemoteCallable)
+        fn.rc, fn.label = FakeRunner(), "k"
+        problem = SimpleNamespace(device=Device("cpu"), allow_inplace=False, atol=1e-5, rtol=1e-5)
+        sets = [timing._InputSet([ref.clone()], ref, None, 0)]
+        t = remote_timing.make_remote_timer(timing._Timer, problem, timing.Target("kernel", fn, True), sets, None,
+                                            None, timing.BenchParams())
+        t.set_args = [[{"t": {"slot": 0}}]]
+        for i in range(24):
+            t.timed_call(i, False)
+        self.assertEqual(t.allocated, [(64 << 20) * i for i in range(20)])
+        self.assertIn("64.0 MiB a call", timing.leak_reason(t.allocated))
+
+
 class RemoteHostCheckTest(unittest.TestCase):
     """The judge's host check of a runner's calls, on a clock the test moves:
     one burst late by a moment is timed again and passes; a kernel whose
