@@ -92,15 +92,15 @@ DEFAULT_FLUSH_BYTES = 256 << 20
 # (one slow call, a page fault or a collection, does not change it).
 SPIN_FACTOR = 2.0
 SPIN_MIN_MS = 0.03
+SPIN_MAX_MS = 20.0
+LATE_WINDOW = 20
+LATE_SHARE = 0.1
 # A leak (leak_reason): device memory held after the last quarter of the
 # timed calls above the first quarter's by at least this much, growing after
 # at least this share of the calls (input sets rotated in, at most 4, or a
 # runner's mirrors of them made again, grow it after a few calls only).
 LEAK_MIN_BYTES = 256 << 20
 LEAK_SHARE = 0.5
-SPIN_MAX_MS = 20.0
-LATE_WINDOW = 20
-LATE_SHARE = 0.1
 # The spin ahead of an unseen-input call (ms).
 UNSEEN_SPIN_MS = 0.5
 class _InputSet:
