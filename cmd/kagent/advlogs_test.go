@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kagent-kernels/kagent/internal/proc/proctest"
 )
 
 // advDiagEnv are the settings a run of the adversarial suite passes on to
@@ -35,7 +37,8 @@ func advLogsDir(name string) string {
 // SIGQUIT to kagent itself (Go writes every goroutine's stack to stderr and
 // exits).
 func dumpStacks(pid int) {
-	for _, p := range descendants(pid) {
+	below, _ := proctest.Descendants(pid)
+	for _, p := range below {
 		if cmd, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline")); err == nil &&
 			strings.Contains(string(cmd), "kagent_harness") {
 			_ = syscall.Kill(p, syscall.SIGUSR1)
@@ -44,43 +47,4 @@ func dumpStacks(pid int) {
 	time.Sleep(time.Second)
 	_ = syscall.Kill(pid, syscall.SIGQUIT)
 	time.Sleep(time.Second)
-}
-
-// descendants lists the processes whose parent chain reaches pid.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			parent[p] = pp
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q, n := parent[p], 0; q > 1 && n < 64; q, n = parent[q], n+1 {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
 }

@@ -164,3 +164,36 @@ func LiveInGroup(pgid int) ([]int, error) {
 	}
 	return live, nil
 }
+
+// Descendants lists the pids of the processes whose chain of parents reaches
+// pid (at most 64 steps up); the error says /proc cannot be read.
+func Descendants(pid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	parent := map[int]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := stat(e.Name())
+		if err != nil || len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			parent[p] = pp
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q, n := parent[p], 0; q > 1 && n < 64; q, n = parent[q], n+1 {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out, nil
+}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -83,4 +84,31 @@ func TestWaitLine(t *testing.T) {
 	if got := WaitLine(t, path); got != "1234" {
 		t.Errorf("WaitLine = %q, want 1234", got)
 	}
+}
+
+// TestDescendants: a shell's child and grandchild are below this process,
+// this process is not below the shell.
+func TestDescendants(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	cmd := exec.Command("/bin/sh", "-c", `sh -c 'sleep 30' & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`, "sh", ready)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	inner, err := strconv.Atoi(WaitLine(t, ready))
+	if err != nil {
+		t.Fatal(err)
+	}
+	below, err := Descendants(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	if !slices.Contains(below, cmd.Process.Pid) || !slices.Contains(below, inner) {
+		t.Errorf("Descendants(self) = %v, want %d and %d among them", below, cmd.Process.Pid, inner)
+	}
+	if under, _ := Descendants(cmd.Process.Pid); slices.Contains(under, os.Getpid()) || !slices.Contains(under, inner) {
+		t.Errorf("Descendants(shell) = %v", under)
+	}
+	_ = syscall.Kill(inner, syscall.SIGKILL)
 }
