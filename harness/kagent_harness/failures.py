@@ -26,6 +26,8 @@ CUDA_ERROR = "cuda_error"
 RECHECK = "recheck"
 HOST_CHECK = "host_check"
 UNSEEN_INPUTS = "unseen_inputs"
+# The device memory the calls hold kept growing (timing.leak_reason).
+MEMORY_LEAK = "memory_leak"
 # The times a candidate's process reported disagree with the judge's clocks.
 TIMING_FORGED = "timing_forged"
 # The candidate's process died or broke the protocol.

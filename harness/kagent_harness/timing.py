@@ -691,7 +691,7 @@ def _conclude(timer: _Timer, stats: Dict[str, Any]) -> None:
         stats["failure"] = F.TIMING_FORGED
         stats["reason"] = timer.forged
     elif leak:
-        stats["failure"] = F.OOM
+        stats["failure"] = F.MEMORY_LEAK
         stats["reason"] = leak
     elif recheck is not None and not recheck["passed"]:
         stats["failure"] = F.RECHECK

@@ -185,7 +185,7 @@ class GPUTimingTest(unittest.TestCase):
 
         params = BenchParams(rep_ms=20, warmup_ms=1, min_reps=200, max_reps=200)
         stats = bench(self.problem, Target("kernel", leaky, True), params, self.guard)
-        self.assertEqual(stats["failure"], "oom", stats)
+        self.assertEqual(stats["failure"], "memory_leak", stats)
         self.assertIn("keeps device memory", stats["reason"])
         kept.clear()
         stats = bench(self.problem, Target("kernel", model, True), params, self.guard)
@@ -304,7 +304,7 @@ class GPUWorkerTest(unittest.TestCase):
         b = c.request("bench", problem_id=pid, target="kernel", candidate_path=leak, rep_ms=20, warmup_ms=5,
                       min_reps=200, max_reps=200)
         self.assertTrue(b["ok"], b)
-        self.assertEqual(b["result"]["failure"], "oom", b["result"])
+        self.assertEqual(b["result"]["failure"], "memory_leak", b["result"])
         self.assertIn("keeps device memory", b["result"]["reason"])
 
     def test_quick_cut(self) -> None:

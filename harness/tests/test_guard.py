@@ -52,6 +52,8 @@ class GuardTest(unittest.TestCase):
         self.assertIn("math.isfinite", self._patched(math, "isfinite", lambda x: True))
         if hasattr(torch, "cuda"):
             self.assertIn("torch.cuda.synchronize", self._patched(torch.cuda, "synchronize", lambda *a: None))
+            # The figure a runner reports for the leak check (timing.leak_reason).
+            self.assertIn("torch.cuda.memory_allocated", self._patched(torch.cuda, "memory_allocated", lambda *a: 0))
         self.assertIsNone(self.guard.check())
 
     def test_detects_harness_patch(self) -> None:

@@ -397,6 +397,12 @@ CASES = [
         def kernel_function(x):
             return x
         """, False, "torch.allclose"),
+    ("monkeypatch the allocator's figures (hides a leak)", """
+        import torch
+        torch.cuda.memory_allocated = lambda *a, **k: 0
+        def kernel_function(x):
+            return x
+        """, False, "assigns torch.cuda.memory_allocated"),
     ("monkeypatch Tensor method", """
         import torch
         torch.Tensor.__eq__ = lambda a, b: True
