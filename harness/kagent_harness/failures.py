@@ -26,7 +26,7 @@ CUDA_ERROR = "cuda_error"
 RECHECK = "recheck"
 HOST_CHECK = "host_check"
 UNSEEN_INPUTS = "unseen_inputs"
-# The device memory the calls hold kept growing (timing.leak_reason).
+# The device memory the calls hold kept growing (timing_stats.leak_reason).
 MEMORY_LEAK = "memory_leak"
 # The times a candidate's process reported disagree with the judge's clocks.
 TIMING_FORGED = "timing_forged"

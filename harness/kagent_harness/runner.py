@@ -647,7 +647,7 @@ class Runner:
         held = dev.allocated_bytes()
         if held is not None:
             # What this process's tensors hold once the call is done: the
-            # judge looks for a leak (timing.leak_reason).
+            # judge looks for a leak (timing_stats.leak_reason).
             reply["allocated"] = held
         if dests:
             reply["out"] = self._describe_out(out, dests, [0])

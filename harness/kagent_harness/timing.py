@@ -71,7 +71,7 @@ from .checksum import checksum
 from .loading import Problem, apply_tf32, fresh_inputs, inputs_intact
 from .numerics import ToleranceFn, compare_outputs, device_violations, tolerance_for
 from .targets import BenchParams, Target, Unavailable, _writes_inputs, make_target  # noqa: F401 - timing's API
-from .timing_stats import _recheck_indices, _stats, less_bracket, settle_host_check, spread, tail_check
+from .timing_stats import _recheck_indices, _stats, leak_reason, less_bracket, settle_host_check, spread, tail_check
 
 HOST_FACTOR = 1.25
 HOST_SLACK_MS = 0.5
@@ -95,12 +95,6 @@ SPIN_MIN_MS = 0.03
 SPIN_MAX_MS = 20.0
 LATE_WINDOW = 20
 LATE_SHARE = 0.1
-# A leak (leak_reason): device memory held after the last quarter of the
-# timed calls above the first quarter's by at least this much, growing after
-# at least this share of the calls (input sets rotated in, at most 4, or a
-# runner's mirrors of them made again, grow it after a few calls only).
-LEAK_MIN_BYTES = 256 << 20
-LEAK_SHARE = 0.5
 # The spin ahead of an unseen-input call (ms).
 UNSEEN_SPIN_MS = 0.5
 class _InputSet:
@@ -581,30 +575,6 @@ class _Skip(Exception):
 
 def _spin_available(dev: Device) -> bool:
     return dev.can_spin
-
-
-def leak_reason(allocated: List[int]) -> str:
-    """Why the device memory held after each timed call (``allocated``, in
-    call order) shows a leak, or "": the least held in the last quarter of
-    the calls exceeds the most held in the first quarter by at least
-    LEAK_MIN_BYTES, and it grew after at least LEAK_SHARE of the calls. A
-    kernel that allocates a workspace once (on one call), or whose memory
-    comes and goes, is not a leak; one that keeps part of what its calls
-    allocate runs out of memory in use, however much the device has."""
-    n = len(allocated)
-    if n < 8:
-        return ""
-    q = n // 4
-    between = min(allocated[n - q:]) - max(allocated[:q])
-    ups = sum(1 for a, b in zip(allocated, allocated[1:]) if b > a)
-    calls = n - 1
-    growth = allocated[-1] - allocated[0]
-    if between < LEAK_MIN_BYTES or ups < LEAK_SHARE * calls:
-        return ""
-    mib = float(1 << 20)
-    return (f"the call keeps device memory it allocated: {growth / mib:.0f} MiB more held after {calls} more timed "
-            f"calls ({growth / calls / mib:.1f} MiB a call, growing after {ups} of them); a kernel must release what "
-            f"it allocates, or it runs out of memory in use")
 
 
 def spin_for(dev: Device, host_ms: float) -> float:

@@ -1,7 +1,8 @@
 """The statistics of a timing: percentiles and spread of the timed calls,
 the spread of the calls that were on time, the tail check (work left
-running after a call's end event), how many host-check batches decide
-that check, and which timed calls are rechecked.
+running after a call's end event), the leak check (device memory the
+calls keep), how many host-check batches decide that check, and which timed
+calls are rechecked.
 Pure functions of numbers; timing.py measures, this module summarises."""
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ RECHECK_MIN = 4
 # may not exceed TAIL_FACTOR * median + TAIL_SLACK_MS.
 TAIL_FACTOR = 0.25
 TAIL_SLACK_MS = 0.05
+# A leak (leak_reason): device memory held after the last quarter of the
+# timed calls above the first quarter's by at least this much, growing after
+# at least this share of the calls (input sets rotated in, at most 4, or a
+# runner's mirrors of them made again, grow it after a few calls only).
+LEAK_MIN_BYTES = 256 << 20
+LEAK_SHARE = 0.5
 # The events' own span (timing.py, events_bracket) is subtracted from each
 # timed call's event span, down to this floor: the device time of a launch
 # of one store (ncu's gpu__time_duration 1.47 us on an H200).
@@ -112,6 +119,30 @@ def tail_check(tails: List[float], median_ms: float) -> Optional[Dict[str, Any]]
             f"running outside the timed stream (another stream or a thread); do all of a call's work on the "
             f"current stream")
     return out
+
+
+def leak_reason(allocated: List[int]) -> str:
+    """Why the device memory held after each timed call (``allocated``, in
+    call order) shows a leak, or "": the least held in the last quarter of
+    the calls exceeds the most held in the first quarter by at least
+    LEAK_MIN_BYTES, and it grew after at least LEAK_SHARE of the calls. A
+    kernel that allocates a workspace once (on one call), or whose memory
+    comes and goes, is not a leak; one that keeps part of what its calls
+    allocate runs out of memory in use, however much the device has."""
+    n = len(allocated)
+    if n < 8:
+        return ""
+    q = n // 4
+    between = min(allocated[n - q:]) - max(allocated[:q])
+    ups = sum(1 for a, b in zip(allocated, allocated[1:]) if b > a)
+    calls = n - 1
+    growth = allocated[-1] - allocated[0]
+    if between < LEAK_MIN_BYTES or ups < LEAK_SHARE * calls:
+        return ""
+    mib = float(1 << 20)
+    return (f"the call keeps device memory it allocated: {growth / mib:.0f} MiB more held after {calls} more timed "
+            f"calls ({growth / calls / mib:.1f} MiB a call, growing after {ups} of them); a kernel must release what "
+            f"it allocates, or it runs out of memory in use")
 
 
 def settle_host_check(burst: Callable[[], Dict[str, Any]], attempts: int = HOST_ATTEMPTS) -> Dict[str, Any]:

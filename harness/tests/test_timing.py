@@ -42,48 +42,48 @@ class StatsTest(unittest.TestCase):
 
 
 class LeakReasonTest(unittest.TestCase):
-    """timing.leak_reason on the device memory held after each timed call."""
+    """timing_stats.leak_reason on the device memory held after each timed call."""
 
     MIB = 1 << 20
 
     def test_memory_kept_by_every_call_is_a_leak(self) -> None:
         held = [1000 * self.MIB + i * 4 * self.MIB for i in range(200)]
-        reason = timing.leak_reason(held)
+        reason = timing_stats.leak_reason(held)
         self.assertIn("keeps device memory", reason)
         self.assertIn("796 MiB more held after 199 more timed calls (4.0 MiB a call", reason)
 
     def test_a_workspace_made_once_is_not(self) -> None:
         # A buffer of 2 GiB made on the second call and kept.
         held = [100 * self.MIB] + [2148 * self.MIB] * 199
-        self.assertEqual(timing.leak_reason(held), "")
+        self.assertEqual(timing_stats.leak_reason(held), "")
 
     def test_memory_that_comes_and_goes_is_not(self) -> None:
         held = [100 * self.MIB + (i % 2) * 900 * self.MIB for i in range(200)]
-        self.assertEqual(timing.leak_reason(held), "")
+        self.assertEqual(timing_stats.leak_reason(held), "")
 
     def test_slow_growth_under_the_floor_is_not(self) -> None:
         held = [100 * self.MIB + i * self.MIB for i in range(200)]  # 199 MiB in all
-        self.assertEqual(timing.leak_reason(held), "")
+        self.assertEqual(timing_stats.leak_reason(held), "")
 
     def test_memory_made_for_a_few_input_sets_late_is_not(self) -> None:
         # Ten timed calls of a slow kernel; the mirrors of input sets 3 and 4
         # (1 GiB each) made at its third and fourth calls.
         held = [2048 * self.MIB] * 2 + [3072 * self.MIB] + [4096 * self.MIB] * 7
-        self.assertEqual(timing.leak_reason(held), "")
+        self.assertEqual(timing_stats.leak_reason(held), "")
 
     def test_outputs_kept_per_input_set_are_not(self) -> None:
         # Four input sets, an output kept for each once it was seen.
         held = [min(i + 1, 4) * 1024 * self.MIB for i in range(40)]
-        self.assertEqual(timing.leak_reason(held), "")
+        self.assertEqual(timing_stats.leak_reason(held), "")
 
     def test_few_calls_say_nothing(self) -> None:
-        self.assertEqual(timing.leak_reason([0, 1 << 30, 2 << 30, 3 << 30]), "")
-        self.assertEqual(timing.leak_reason([]), "")
+        self.assertEqual(timing_stats.leak_reason([0, 1 << 30, 2 << 30, 3 << 30]), "")
+        self.assertEqual(timing_stats.leak_reason([]), "")
 
     def test_a_large_leak_over_few_calls(self) -> None:
         # 1 GiB a call over the dozen calls a large kernel is timed with.
         held = [(7 + i) * 1024 * self.MIB for i in range(12)]
-        self.assertIn("1024.0 MiB a call", timing.leak_reason(held))
+        self.assertIn("1024.0 MiB a call", timing_stats.leak_reason(held))
 
     def test_no_device_memory_off_a_gpu(self) -> None:
         from kagent_harness.device import Device
@@ -640,7 +640,7 @@ class RemoteAllocatedTest(unittest.TestCase):
         for i in range(24):
             t.timed_call(i, False)
         self.assertEqual(t.allocated, [(64 << 20) * i for i in range(20)])
-        self.assertIn("64.0 MiB a call", timing.leak_reason(t.allocated))
+        self.assertIn("64.0 MiB a call", timing_stats.leak_reason(t.allocated))
 
 
 class RemoteHostCheckTest(unittest.TestCase):
