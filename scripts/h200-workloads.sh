@@ -5,7 +5,7 @@
 # Expects bin/kagent and bin/enginebench (linux/amd64: make gpu-binaries) and
 # a KernelBench clone (KB, default .cache/KernelBench; never committed).
 # Usage: OUT=/tmp/out [PY=python3] [KB=DIR] scripts/h200-workloads.sh [steps...]
-#   steps: agreement memory sweep ab reductions methods baselines ncucost ncusets
+#   steps: agreement memory sweep ab reductions methods baselines context ncucost ncusets
 set -uo pipefail
 OUT=${OUT:-/tmp/kagent-workloads}
 mkdir -p "$OUT"
@@ -174,6 +174,16 @@ for step in $steps; do
       > "$OUT/methods.md" 2>"$OUT/methods.stderr"
     echo "methods exit $?" | tee -a "$OUT/steps.log"
     cat "$OUT/methods.md"
+    ;;
+  context)
+    # How long a process's CUDA context takes, plain and under ncu, beside
+    # what kagent's other processes do (scripts/context_cost.py): the final
+    # profile's "device" phase. CONTEXT_REPS repeats (default 3).
+    log "CUDA context cost"
+    timeout "${CONTEXT_LIMIT:-540}" "$PY" scripts/context_cost.py --ncu "${NCU:-ncu}" --reps "${CONTEXT_REPS:-3}" \
+      --json "$OUT/context.json" > "$OUT/context.md" 2>"$OUT/context.stderr"
+    echo "context_cost exit $?" | tee -a "$OUT/steps.log"
+    cat "$OUT/context.md"
     ;;
   ncucost)
     # Where one ncu profile's time goes (scripts/ncu_cost.py), then kagent's
