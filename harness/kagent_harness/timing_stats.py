@@ -21,12 +21,17 @@ RECHECK_MIN = 4
 # may not exceed TAIL_FACTOR * median + TAIL_SLACK_MS.
 TAIL_FACTOR = 0.25
 TAIL_SLACK_MS = 0.05
-# A leak (leak_reason): device memory held after the last quarter of the
-# timed calls above the first quarter's by at least this much, growing after
-# at least this share of the calls (input sets rotated in, at most 4, or a
-# runner's mirrors of them made again, grow it after a few calls only).
+# A leak (leak_reason): the device memory that stays held rising between
+# the first quarter of the timed calls and the last by at least
+# LEAK_MIN_BYTES, by at least LEAK_STEP_BYTES at LEAK_MIN_STEPS calls or
+# more (what comes and goes does not stay). The
+# input sets are rotated in within the first four calls (at most 4 sets),
+# so what a kernel keeps per set, or a runner's mirrors of them, grows the
+# held memory before that window on 16 calls or more and at one call of it
+# at most on fewer; so does a workspace made once.
 LEAK_MIN_BYTES = 256 << 20
-LEAK_SHARE = 0.5
+LEAK_STEP_BYTES = 1 << 20
+LEAK_MIN_STEPS = 2
 # The events' own span (timing.py, events_bracket) is subtracted from each
 # timed call's event span, down to this floor: the device time of a launch
 # of one store (ncu's gpu__time_duration 1.47 us on an H200).
@@ -123,26 +128,33 @@ def tail_check(tails: List[float], median_ms: float) -> Optional[Dict[str, Any]]
 
 def leak_reason(allocated: List[int]) -> str:
     """Why the device memory held after each timed call (``allocated``, in
-    call order) shows a leak, or "": the least held in the last quarter of
-    the calls exceeds the most held in the first quarter by at least
-    LEAK_MIN_BYTES, and it grew after at least LEAK_SHARE of the calls. A
-    kernel that allocates a workspace once (on one call), or whose memory
-    comes and goes, is not a leak; one that keeps part of what its calls
-    allocate runs out of memory in use, however much the device has."""
+    call order) shows a leak, or "". What stays held from call i on is the
+    least held at i or after; a leak is that rising through the timing, from
+    the call after the first quarter (call q of n, q = n // 4) to the first
+    of the last quarter (call n - q), by at least LEAK_MIN_BYTES, and by
+    LEAK_STEP_BYTES or more at LEAK_MIN_STEPS of those calls or more. A
+    kernel that keeps part of what its calls allocate, on every call or
+    every few, runs out of memory in use however much the device has. A workspace made once (one rise), memory kept per
+    input set (rises within the first four calls), and memory that comes
+    and goes (nothing stays) are not leaks."""
     n = len(allocated)
     if n < 8:
         return ""
     q = n // 4
-    between = min(allocated[n - q:]) - max(allocated[:q])
-    ups = sum(1 for a, b in zip(allocated, allocated[1:]) if b > a)
-    calls = n - 1
-    growth = allocated[-1] - allocated[0]
-    if between < LEAK_MIN_BYTES or ups < LEAK_SHARE * calls:
+    kept = list(allocated)  # kept[i]: the least held at call i or after
+    for i in range(n - 2, -1, -1):
+        kept[i] = min(kept[i], kept[i + 1])
+    if kept[n - q] - kept[q] < LEAK_MIN_BYTES:
+        return ""
+    steps = sum(1 for i in range(q + 1, n - q + 1) if kept[i] - kept[i - 1] >= LEAK_STEP_BYTES)
+    if steps < LEAK_MIN_STEPS:
         return ""
     mib = float(1 << 20)
+    calls = n - 1
+    growth = allocated[-1] - allocated[0]
     return (f"the call keeps device memory it allocated: {growth / mib:.0f} MiB more held after {calls} more timed "
-            f"calls ({growth / calls / mib:.1f} MiB a call, growing after {ups} of them); a kernel must release what "
-            f"it allocates, or it runs out of memory in use")
+            f"calls ({growth / calls / mib:.1f} MiB a call; what stays held rose at {steps} of timed calls "
+            f"{q + 2}-{n - q + 1} of {n}); a kernel must release what it allocates, or it runs out of memory in use")
 
 
 def settle_host_check(burst: Callable[[], Dict[str, Any]], attempts: int = HOST_ATTEMPTS) -> Dict[str, Any]:

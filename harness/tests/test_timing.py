@@ -76,6 +76,34 @@ class LeakReasonTest(unittest.TestCase):
         held = [min(i + 1, 4) * 1024 * self.MIB for i in range(40)]
         self.assertEqual(timing_stats.leak_reason(held), "")
 
+    def test_memory_kept_every_few_calls_is_a_leak(self) -> None:
+        # 12 MiB kept at every third call of 200: growth at a third of them.
+        held = [1000 * self.MIB + (i // 3) * 12 * self.MIB for i in range(200)]
+        self.assertIn("keeps device memory", timing_stats.leak_reason(held))
+
+    def test_a_large_leak_every_fourth_call_of_a_dozen(self) -> None:
+        held = [(7 + i // 4) * 1024 * self.MIB for i in range(12)]
+        self.assertIn("rose at 2 of timed calls 5-10 of 12", timing_stats.leak_reason(held))
+
+    def test_a_leak_under_memory_that_comes_and_goes(self) -> None:
+        # 600 MiB more at every other call, 8 MiB of it kept each time.
+        held = [1000 * self.MIB + (i // 2) * 8 * self.MIB + (i % 2) * 600 * self.MIB for i in range(200)]
+        self.assertIn("keeps device memory", timing_stats.leak_reason(held))
+
+    def test_a_workspace_made_once_late_is_not(self) -> None:
+        held = [100 * self.MIB] * 120 + [2148 * self.MIB] * 80
+        self.assertEqual(timing_stats.leak_reason(held), "")
+
+    def test_a_late_workspace_beside_small_allocations_is_not(self) -> None:
+        # A 2 GiB workspace at call 120 and a few KiB kept now and then.
+        held = [100 * self.MIB + (2048 * self.MIB if i >= 120 else 0) + (i // 40) * 4096 for i in range(200)]
+        self.assertEqual(timing_stats.leak_reason(held), "")
+
+    def test_outputs_kept_per_input_set_over_few_calls_are_not(self) -> None:
+        # Eight timed calls; four input sets, 1 GiB kept for each once seen.
+        held = [min(i + 1, 4) * 1024 * self.MIB for i in range(8)]
+        self.assertEqual(timing_stats.leak_reason(held), "")
+
     def test_few_calls_say_nothing(self) -> None:
         self.assertEqual(timing_stats.leak_reason([0, 1 << 30, 2 << 30, 3 << 30]), "")
         self.assertEqual(timing_stats.leak_reason([]), "")
