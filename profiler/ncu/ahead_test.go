@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -446,6 +447,9 @@ func TestLightStagedProfile(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "(light)") {
 		t.Errorf("the profile's phases do not say the stage was light: %s", log.String())
+	}
+	if !regexp.MustCompile(`device [0-9.]+ s: init [0-9.]+ s, context [0-9.]+ s, began at [0-9]{10}\.[0-9]{3}; problem`).MatchString(log.String()) {
+		t.Errorf("the profile's phases do not split the device's part: %s", log.String())
 	}
 	// A full stage of the same candidate is another job: the light one ends.
 	f.waitStarted(t, 2)

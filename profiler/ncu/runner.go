@@ -418,8 +418,8 @@ func afterProgram(output string, now time.Time) time.Duration {
 	return d
 }
 
-// maxPhasesLen bounds the phases logged (the wrapper's own line is about 60 bytes).
-const maxPhasesLen = 200
+// maxPhasesLen bounds the phases logged (the wrapper's own line is about 260 bytes).
+const maxPhasesLen = 400
 
 func isCSVRow(line string) bool { return strings.HasPrefix(line, `"`) }
 
