@@ -168,9 +168,11 @@ for step in $steps; do
   methods)
     # Ways of timing a call against ncu (scripts/timing_methods.py).
     log "timing methods against ncu"
-    # METHODS_CASES: the script's cases (default: its own list).
+    # METHODS_CASES: the script's cases (default: its own list); METHODS_NCU_RUNS:
+    # ncu processes per case; METHODS_NCU_HELD=1: ncu also after the hold.
     timeout "${METHODS_LIMIT:-300}" "$PY" scripts/timing_methods.py --ncu "${NCU:-ncu}" --json "$OUT/methods.json" \
-      ${METHODS_CASES:+--cases "$METHODS_CASES"} \
+      ${METHODS_CASES:+--cases "$METHODS_CASES"} ${METHODS_NCU_RUNS:+--ncu-runs "$METHODS_NCU_RUNS"} \
+      ${METHODS_NCU_HELD:+--ncu-held} \
       > "$OUT/methods.md" 2>"$OUT/methods.stderr"
     echo "methods exit $?" | tee -a "$OUT/steps.log"
     cat "$OUT/methods.md"

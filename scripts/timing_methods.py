@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Ways of timing one kernel call on an NVIDIA GPU, against Nsight Compute.
 
-    python3 scripts/timing_methods.py [--cases relu-12M,softmax-16M] [--calls 50] [--ncu ncu] [--json FILE]
+    python3 scripts/timing_methods.py [--cases relu-12M,softmax-16M] [--calls 50] [--ncu ncu]
+        [--ncu-runs K] [--ncu-held] [--json FILE]
 
 For each case (a supplied kernel of bench/kernelbench/level1 on inputs of
 the size named) it times the call the way kagent's runner does and in other
@@ -24,9 +25,13 @@ difference from it:
 The case ``empty`` (a one-program Triton kernel that stores one value)
 gives the floor of each way and of ncu: what a launch of no work measures.
 
-With --ncu, ncu runs this script once per case (``--profile-case``) and
-profiles the calls made inside an NVTX range, so no kernel of the other ways
-is in its numbers. Nothing here changes kagent's timing: it measures which
+With --ncu, ncu runs this script once per case (``--profile-case``;
+--ncu-runs times, the median of their medians the reference) and profiles
+the calls made inside an NVTX range, so no kernel of the other ways is in
+its numbers. --ncu-held profiles each call again right after the hold
+kagent times it after (the hold outside the range): whether the state the
+device is in before a call (its clocks, what the hold leaves in its caches)
+moves ncu's number. Nothing here changes kagent's timing: it measures which
 way agrees with ncu before kagent's runner adopts it.
 """
 
@@ -174,10 +179,23 @@ def _graph(f: Callable[[], Any], flush: torch.Tensor, calls: int) -> List[float]
     return out
 
 
-def _ncu(ncu: str, case: str, calls: int) -> Dict[str, Any]:
+def _ncu_runs(ncu: str, case: str, calls: int, runs: int, held: bool) -> Dict[str, Any]:
+    """ncu's per-call median in each of ``runs`` processes, and their median."""
+    per_run = [_ncu(ncu, case, calls, held) for _ in range(max(1, runs))]
+    ok = [r for r in per_run if "us" in r]
+    if not ok:
+        return per_run[0]
+    meds = [r["us"] for r in ok]
+    return {"us": statistics.median(meds), "runs_us": meds, "kernels": ok[0]["kernels"],
+            "all_us": [x for r in ok for x in r["all_us"]], "failed_runs": len(per_run) - len(ok)}
+
+
+def _ncu(ncu: str, case: str, calls: int, held: bool = False) -> Dict[str, Any]:
     cmd = [ncu, "--csv", "--print-units", "base", "--cache-control", "all", "--clock-control", "none",
            "--metrics", "gpu__time_duration.sum", "--nvtx", "--nvtx-include", f"{RANGE}/",
            sys.executable, os.path.abspath(__file__), "--profile-case", case, "--calls", str(calls)]
+    if held:
+        cmd.append("--profile-held")
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     rows = [line for line in p.stdout.splitlines() if line.startswith('"')]
     times = []
@@ -188,6 +206,15 @@ def _ncu(ncu: str, case: str, calls: int) -> Dict[str, Any]:
         return {"error": (p.stderr or p.stdout)[-400:]}
     per_call = [sum(times[i::calls]) for i in range(calls)] if len(times) % calls == 0 else times
     return {"us": statistics.median(per_call), "kernels": len(times), "all_us": times}
+
+
+def _ncu_cell(n: Any) -> str:
+    """ncu's reference for a table: the median, and the range over runs."""
+    if not n or "us" not in n:
+        return "-"
+    runs = n.get("runs_us") or []
+    spread = f" ({min(runs):.2f}-{max(runs):.2f}, {len(runs)} runs)" if len(runs) > 1 else ""
+    return f"{n['us']:.2f}{spread}"
 
 
 def _summary(xs: List[float]) -> Dict[str, float]:
@@ -202,21 +229,38 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5, help="timings per way (their medians' spread is the CV)")
     ap.add_argument("--ncu", help="Nsight Compute's executable: profile each case")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--ncu-runs", type=int, default=1,
+                    help="ncu processes per case (each profiles up to 5 calls); the median of their medians is the reference")
+    ap.add_argument("--ncu-held", action="store_true",
+                    help="also profile each call right after the hold that kagent times it after (outside the profiled range)")
     ap.add_argument("--profile-case", help=argparse.SUPPRESS)
+    ap.add_argument("--profile-held", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("timing_methods: needs a CUDA GPU", file=sys.stderr)
         return 2
     if args.profile_case:
         f, _ = _call(args.profile_case)
+        flush = _flush() if args.profile_held else None
+        if flush is not None:
+            hold.hold(HOLD_MS, flush)  # compiled before the profiled calls
         for _ in range(3):
             f()
         torch.cuda.synchronize()
         calls = min(args.calls, 5)
-        torch.cuda.nvtx.range_push(RANGE)
-        for _ in range(calls):
-            f()
-        torch.cuda.nvtx.range_pop()
+        if flush is None:
+            torch.cuda.nvtx.range_push(RANGE)
+            for _ in range(calls):
+                f()
+            torch.cuda.nvtx.range_pop()
+        else:
+            # Each call right after the hold, as kagent times it; the hold's
+            # kernels are outside the range and so not profiled.
+            for _ in range(calls):
+                hold.hold(HOLD_MS, flush)
+                torch.cuda.nvtx.range_push(RANGE)
+                f()
+                torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
         return 0
     flush = _flush()
@@ -244,7 +288,9 @@ def main() -> int:
                 print(f"{case}: graph: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
         row: Dict[str, Any] = {"case": case, **{k: _summary(v) for k, v in ways.items() if v}}
         if args.ncu:
-            row["ncu"] = _ncu(args.ncu, case, min(args.calls, 5))
+            row["ncu"] = _ncu_runs(args.ncu, case, min(args.calls, 5), args.ncu_runs, False)
+            if args.ncu_held:
+                row["ncu_held"] = _ncu_runs(args.ncu, case, min(args.calls, 5), args.ncu_runs, True)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     names = ["events", "events_less_bracket", "profiler_span", "profiler_sum", "graph"]
@@ -261,7 +307,16 @@ def main() -> int:
                 continue
             d = f", {100 * (r[k]['us'] - ref) / ref:+.1f}%" if ref else ""
             cells.append(f"{r[k]['us']:.2f} (CV {100 * r[k]['cv']:.2f}%{d})")
-        print(f"| {r['case']} | {ref if ref is None else f'{ref:.2f}'} | " + " | ".join(cells) + " |")
+        print(f"| {r['case']} | {_ncu_cell(r.get('ncu'))} | " + " | ".join(cells) + " |")
+    held = [r for r in rows if "us" in (r.get("ncu_held") or {})]
+    if held:
+        print("\nncu with each profiled call right after the hold (as kagent times it):\n")
+        print("| case | ncu us | ncu after the hold us | events less bracket |")
+        print("|---|--:|--:|--:|")
+        for r in held:
+            ref, els = r["ncu_held"]["us"], r.get("events_less_bracket", {}).get("us")
+            d = f"{els:.2f} ({100 * (els - ref) / ref:+.1f}%)" if els else "-"
+            print(f"| {r['case']} | {_ncu_cell(r.get('ncu'))} | {_ncu_cell(r['ncu_held'])} | {d} |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(rows, fh, indent=1)
