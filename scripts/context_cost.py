@@ -4,6 +4,7 @@ Compute and without it, beside what kagent's other processes do at the time.
 
     python3 scripts/context_cost.py [--ncu ncu] [--reps 3] [--gb N]
         [--conditions none,hold,...] [--json FILE]
+    python3 scripts/context_cost.py --waits 0,10,20,30 [--reps 3] [--ncu ncu]
 
 kagent's final profile starts a process under ncu that makes its device
 context while the acceptance gate's fresh worker loads the problem, or just
@@ -32,6 +33,11 @@ cudaProfilerStart). It prints one row per condition and mode: the median
 and range, over the repeats, of the probe's torch.cuda.init() and first
 allocation, and of its whole run as seen from outside (ncu's own start-up
 and end included).
+
+--waits runs another experiment instead, on a quiet device: the probe does
+Triton's once-per-process set-up after its imports and waits each of the
+seconds given before CUDA's initialisation, as the profile's process started
+ahead waits for its job; plain and under ncu.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from typing import Any, Dict, List, Optional
 
 CONDITIONS = ["none", "hold", "kernels", "churn", "start", "free", "exit"]
 
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
 CHUNK = 2 << 30  # bytes per background tensor
 
 # kagent's ncu arguments (profiler/ncu/command.go), with one metric.
@@ -56,9 +64,18 @@ NCU_ARGS = ["--csv", "--page", "raw", "--print-units", "base", "--clock-control"
 
 
 def probe() -> None:
-    """The measured process: prints its phases as one JSON line."""
+    """The measured process: prints its phases as one JSON line. With
+    CONTEXT_COST_WARM=1 it does Triton's once-per-process set-up after its
+    imports, as the profile's process started ahead does; with
+    CONTEXT_COST_WAIT it then waits that many seconds before CUDA's
+    initialisation, as that process waits for its job."""
     t0 = time.monotonic()
     import torch
+    if os.environ.get("CONTEXT_COST_WARM") == "1":
+        sys.path.insert(0, os.path.join(ROOT, "harness"))
+        from kagent_harness import launches
+        launches.warm_driver()
+    time.sleep(float(os.environ.get("CONTEXT_COST_WAIT") or 0))
     go = os.environ.get("CONTEXT_COST_GO")
     if go:
         open(go, "w").close()  # the background process's action starts now
@@ -68,7 +85,7 @@ def probe() -> None:
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     t3 = time.monotonic()
-    print(json.dumps({"import_s": t1 - t0, "init_s": t2 - t1, "context_s": t3 - t2}), flush=True)
+    print(json.dumps({"before_init_s": t1 - t0, "init_s": t2 - t1, "context_s": t3 - t2}), flush=True)
 
 
 def wait_for(path: str, proc: Optional[subprocess.Popen] = None, limit: float = 120.0) -> None:
@@ -138,8 +155,10 @@ def busy(kind: str, gb: float, ready: str, go: str) -> None:
     time.sleep(3600)
 
 
-def one(cond: str, ncu: Optional[str], gb: float, tmp: str) -> Dict[str, Any]:
-    """One probe run beside its condition's background process."""
+def one(cond: str, ncu: Optional[str], gb: float, tmp: str, wait: float = 0.0) -> Dict[str, Any]:
+    """One probe run beside its condition's background process; wait > 0:
+    the probe does Triton's set-up and waits that long before CUDA's
+    initialisation."""
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     for p in (ready, go, ready + ".done"):
         if os.path.exists(p):
@@ -156,6 +175,8 @@ def one(cond: str, ncu: Optional[str], gb: float, tmp: str) -> Dict[str, Any]:
     if ncu:
         cmd = [ncu] + NCU_ARGS + ["--log-file", os.path.join(tmp, "ncu.log")] + cmd
     env = dict(os.environ)
+    if wait > 0:
+        env.update(CONTEXT_COST_WARM="1", CONTEXT_COST_WAIT=str(wait))
     if bg is not None and not os.path.exists(go):
         env["CONTEXT_COST_GO"] = go  # the probe writes it once torch is imported
     began = time.monotonic()
@@ -194,12 +215,49 @@ def spread(rows: List[Dict[str, Any]], key: str) -> str:
     return "%.2f (%.2f-%.2f)" % (statistics.median(xs), min(xs), max(xs))
 
 
+def waits(a: argparse.Namespace) -> int:
+    """The --waits experiment: CUDA's initialisation after each wait."""
+    try:
+        ws = [float(w) for w in a.waits.split(",") if w.strip()]
+    except ValueError:
+        print("context_cost: --waits wants seconds separated by commas, not %r" % a.waits, file=sys.stderr)
+        return 2
+    rows: List[Dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="kagent-context-") as tmp:
+        for r in range(a.reps):
+            for w in ws:
+                for ncu in (None, a.ncu):
+                    row = one("none", ncu, 0.0, tmp, wait=w or 1e-6)
+                    row.update(round=r, wait_s=w)
+                    rows.append(row)
+                    print("round %d wait %g %-5s %s" % (r, w, "ncu" if ncu else "plain", json.dumps(row)),
+                          file=sys.stderr, flush=True)
+    print("The probe does Triton's set-up, waits, then CUDA's initialisation; nothing else on the device. "
+          "Seconds, median (min-max) over %d repeats." % a.reps)
+    print()
+    print("| wait s | mode | torch.cuda.init() | first allocation (context) | failed |")
+    print("|--:|---|--:|--:|--:|")
+    for w in ws:
+        for mode in (False, True):
+            rs = [r for r in rows if r["wait_s"] == w and r["ncu"] == mode]
+            failed = sum(1 for r in rs if r["exit"] != 0 or "context_s" not in r)
+            print("| %g | %s | %s | %s | %d |" % (w, "ncu" if mode else "plain", spread(rs, "init_s"),
+                                                 spread(rs, "context_s"), failed))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"waits": ws, "reps": a.reps, "rows": rows}, f, indent=1)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ncu", default="ncu")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--gb", type=float, default=0.0, help="GB the background process holds (default 40%% of the device)")
     ap.add_argument("--conditions", default=",".join(CONDITIONS))
+    ap.add_argument("--waits", help="instead of the conditions: on a quiet device, the probe does Triton's set-up and "
+                    "waits each of these seconds (comma-separated) before CUDA's initialisation, as the profile's "
+                    "process started ahead waits for its job")
     ap.add_argument("--json")
     ap.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--busy", help=argparse.SUPPRESS)
@@ -212,6 +270,8 @@ def main() -> int:
     if a.busy:
         busy(a.busy, a.gb, a.ready, a.go)
         return 0
+    if a.waits:
+        return waits(a)
     conds = [c for c in a.conditions.split(",") if c]
     bad = [c for c in conds if c not in CONDITIONS]
     if bad:
