@@ -37,6 +37,12 @@ _ev_sync: Any = torch.cuda.Event.synchronize if _HAS_CUDA_API else None
 _cuda_sleep: Optional[Callable[[int], None]] = getattr(torch.cuda, "_sleep", None) if _HAS_CUDA_API else None
 # Cycles of the calibration spin (about 1 ms on a 2 GHz clock).
 SPIN_CALIBRATION_CYCLES = 2_000_000
+# The caching allocator's statistics, as torch's C binding returns them
+# (nested: allocated_bytes -> all -> current). torch.cuda.memory_allocated
+# reads them through Python functions of torch.cuda.memory that a candidate
+# could replace; the binding captured here is what Device.allocated_bytes
+# reads (the leak check's figure).
+_cuda_memory_stats: Optional[Callable[[int], Dict[str, Any]]] = getattr(torch._C, "_cuda_memoryStats", None)
 
 _XPU: Any = getattr(torch, "xpu", None)
 _xpu_sync: Optional[Callable[..., None]] = getattr(_XPU, "synchronize", None)
@@ -172,6 +178,11 @@ class Device:
         the allocator's cached free blocks); None off a GPU."""
         if not self.is_gpu:
             return None
+        if self.is_cuda and _cuda_memory_stats is not None:
+            try:
+                return int(_cuda_memory_stats(self.torch_device.index)["allocated_bytes"]["all"]["current"])
+            except (KeyError, TypeError, RuntimeError):
+                pass  # a torch whose binding differs: its Python API below
         return int(self._api().memory_allocated(self.torch_device))
 
     def empty_cache(self) -> None:

@@ -155,9 +155,10 @@ def make_remote_timer(base: Any, problem: Any, target: Any, sets: Any, flush: An
             self.note_host(_number(reply.get("host_ms")))
             if self.dev.is_cuda:
                 self.tails.append(_number(reply.get("tail_ms")))
-            # The runner's claim (the static check and the guard refuse a
-            # replaced torch.cuda.memory_allocated): one that hides a leak only
-            # risks running out of memory itself; a false leak rejects itself.
+            # The runner's claim, read from torch's C binding captured before
+            # the candidate was imported (Device.allocated_bytes): one that
+            # hides a leak only risks running out of memory itself; a false
+            # leak rejects itself.
             held = reply.get("allocated")
             if isinstance(held, int) and not isinstance(held, bool) and held >= 0:
                 self.allocated.append(held)

@@ -173,6 +173,22 @@ class GPUTimingTest(unittest.TestCase):
         self.assertFalse(stats["recheck"]["passed"])
 
 
+    def test_allocated_bytes_ignores_replaced_python_stats(self) -> None:
+        # The leak check's figure, with torch's Python functions around the
+        # allocator's statistics replaced as a candidate could replace them.
+        from unittest import mock
+
+        from kagent_harness.device import Device
+
+        dev = Device("cuda")
+        kept = torch.empty(64 << 20, dtype=torch.uint8, device=dev.torch_device)
+        want = torch.cuda.memory_allocated(dev.torch_device)
+        with mock.patch.object(torch.cuda.memory, "memory_stats", lambda *a, **k: {}), \
+                mock.patch.object(torch.cuda, "memory_allocated", lambda *a, **k: 0):
+            self.assertEqual(dev.allocated_bytes(), want)
+        self.assertGreaterEqual(want, 64 << 20)
+        del kept
+
     def test_leak_fails_the_timing(self) -> None:
         from kagent_harness.timing import BenchParams, Target, bench
 

@@ -118,6 +118,23 @@ class LeakReasonTest(unittest.TestCase):
 
         self.assertIsNone(Device("cpu").allocated_bytes())
 
+    def test_the_figure_comes_from_the_binding_captured_at_import(self) -> None:
+        # A candidate that replaces torch's Python functions around the
+        # allocator's statistics does not change what a runner reports.
+        from unittest import mock
+
+        from kagent_harness import device as kdev
+
+        dev = kdev.Device.__new__(kdev.Device)
+        dev.type, dev.torch_device = "cuda", torch.device("cuda", 0)
+        stats = {"allocated_bytes": {"all": {"current": 3 << 30}}}
+        with mock.patch.object(kdev, "_cuda_memory_stats", lambda index: stats if index == 0 else {}), \
+                mock.patch.object(torch.cuda, "memory_allocated", lambda *a, **k: 0):
+            if hasattr(torch.cuda, "memory"):
+                with mock.patch.object(torch.cuda.memory, "memory_stats", lambda *a, **k: {}):
+                    self.assertEqual(dev.allocated_bytes(), 3 << 30)
+            self.assertEqual(dev.allocated_bytes(), 3 << 30)
+
 
 class SettleHostCheckTest(unittest.TestCase):
     """A host-check burst over its limit is timed once more: the host's clock
