@@ -26,7 +26,8 @@ def main(paths: List[str]) -> int:
             with open(path, encoding="utf-8") as f:
                 problems = json.load(f)["problems"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"baseline_spread: {path}: not a sweep's phases JSON ({exc})", file=sys.stderr)
+            print(f"baseline_spread: {path}: not a sweep's phases JSON ({exc}); pass the phases.json that "
+                  f"scripts/kernelbench_phases.py writes into a sweep dir", file=sys.stderr)
             return 2
         for p in problems:
             name, comp, eager = seen.setdefault(int(p["id"]), (str(p.get("name", "")), [], []))
